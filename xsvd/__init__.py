@@ -1,0 +1,36 @@
+"""xsvd: labeled exact and randomized SVD for xarray, on NumPy, Dask and CuPy.
+
+Importing xsvd registers the ``DataArray.svd`` accessor::
+
+    import xsvd
+    U, S, V = da.svd.compressed(k=10, dim="time")
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from . import datasets
+from .accessor import SVDAccessor, register
+from .api import choose_method, compressed, exact, svd
+from .linalg import MissingValueError
+from .result import SVDResult
+
+try:
+    __version__ = version("xsvd")
+except PackageNotFoundError:  # running from a source tree
+    __version__ = "0+unknown"
+
+register()
+
+__all__ = [
+    "svd",
+    "exact",
+    "compressed",
+    "choose_method",
+    "SVDResult",
+    "SVDAccessor",
+    "MissingValueError",
+    "datasets",
+    "__version__",
+]

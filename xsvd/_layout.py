@@ -1,0 +1,263 @@
+"""The only place that knows about dimensions and coordinates.
+
+A :class:`Layout` records how an N-D DataArray maps to the (samples x
+features) matrix the solvers see: which dimensions are samples (the rows, the
+``dim`` argument) and which are features (all others, in the input's order),
+their sizes and coordinates. It stacks data to that matrix with a plain
+reshape (no MultiIndex is built) and labels the solvers' plain arrays back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+COMPONENT = "component"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a DataArray's dims map to (samples, features)."""
+
+    name: Hashable | None
+    dims: tuple[Hashable, ...]
+    sample_dims: tuple[Hashable, ...]
+    feature_dims: tuple[Hashable, ...]
+    sizes: dict
+    coords: dict  # name -> xr.Variable, every coordinate of the input
+    attrs: dict
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def from_dataarray(cls, obj: xr.DataArray, dim=None) -> Layout:
+        if not isinstance(obj, xr.DataArray):
+            raise TypeError(
+                f"xsvd works on an xarray.DataArray, got {type(obj).__name__}. "
+                "For a Dataset pick a variable, e.g. `ds['sst']`; for a plain array, "
+                "wrap it with `xr.DataArray(array, dims=(...))`."
+            )
+        if obj.ndim < 2:
+            raise ValueError(
+                f"An SVD needs at least 2 dimensions (samples and features); this "
+                f"DataArray has dims {obj.dims}."
+            )
+        sample_dims = _as_dims(obj.dims[0] if dim is None else dim)
+        missing = [d for d in sample_dims if d not in obj.dims]
+        if missing:
+            raise ValueError(
+                f"dim {missing[0]!r} is not a dimension of this DataArray; its dimensions "
+                f"are {obj.dims}. Pass one or more of them as `dim=`."
+            )
+        if len(set(sample_dims)) != len(sample_dims):
+            raise ValueError(f"dim lists a dimension twice: {sample_dims}.")
+        feature_dims = tuple(d for d in obj.dims if d not in sample_dims)
+        if not feature_dims:
+            raise ValueError(
+                f"dim={sample_dims} uses every dimension as samples, which leaves no "
+                "features. Leave at least one dimension out of `dim`."
+            )
+        return cls(
+            name=obj.name,
+            dims=tuple(obj.dims),
+            sample_dims=sample_dims,
+            feature_dims=feature_dims,
+            sizes=dict(obj.sizes),
+            coords={k: v.variable for k, v in obj.coords.items()},
+            attrs=dict(obj.attrs),
+        )
+
+    # ----------------------------------------------------------- properties
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return tuple(self.sizes[d] for d in self.sample_dims)
+
+    @property
+    def feature_shape(self) -> tuple[int, ...]:
+        return tuple(self.sizes[d] for d in self.feature_dims)
+
+    @property
+    def n_samples(self) -> int:
+        return int(np.prod(self.sample_shape))
+
+    @property
+    def n_features(self) -> int:
+        return int(np.prod(self.feature_shape))
+
+    # --------------------------------------------------------------- stacking
+    def to_matrix(self, obj: xr.DataArray):
+        """The (samples x features) matrix of ``obj`` (lazy for Dask; a view when possible)."""
+        data = obj.transpose(*self.sample_dims, *self.feature_dims).data
+        if data.ndim == 2:
+            return data
+        return data.reshape(self.n_samples, self.n_features)
+
+    def samples_matrix(self, other: xr.DataArray):
+        """Stack new data with the same features: returns (matrix, sample dims, coords)."""
+        extra = [d for d in self.feature_dims if d not in other.dims]
+        if extra:
+            raise ValueError(
+                f"The new data lack the feature dimension(s) {extra}; they must have the "
+                f"features {self.feature_dims} of the decomposed data."
+            )
+        for d in self.feature_dims:
+            if other.sizes[d] != self.sizes[d]:
+                raise ValueError(
+                    f"Feature dimension {d!r} has size {other.sizes[d]} in the new data but "
+                    f"{self.sizes[d]} in the decomposed data. Select the same features "
+                    "(e.g. with `.sel()` or `.reindex_like()`)."
+                )
+            if d in self.coords and d in other.coords:
+                if not np.array_equal(
+                    np.asarray(self.coords[d].values), np.asarray(other[d].values)
+                ):
+                    raise ValueError(
+                        f"The coordinate {d!r} of the new data differs from the decomposed "
+                        "data's. Align them first (e.g. `new.reindex_like(...)`)."
+                    )
+        sample_dims = tuple(d for d in other.dims if d not in self.feature_dims)
+        shape = tuple(other.sizes[d] for d in sample_dims)
+        data = other.transpose(*sample_dims, *self.feature_dims).data
+        data = data.reshape(int(np.prod(shape)), self.n_features)
+        coords = {k: v.variable for k, v in other.coords.items() if set(v.dims) <= set(sample_dims)}
+        return data, sample_dims, shape, coords
+
+    def weights_vector(self, weights) -> np.ndarray | None:
+        """Flatten feature weights (broadcast over the feature dims) to a vector."""
+        if weights is None:
+            return None
+        if not isinstance(weights, xr.DataArray):
+            if np.ndim(weights) == 0:
+                weights = xr.DataArray(weights)
+            else:
+                raise TypeError(
+                    "weights must be an xarray.DataArray over (some of) the feature "
+                    f"dimensions {self.feature_dims}, e.g. "
+                    "`np.sqrt(np.cos(np.deg2rad(da.lat)))`; got "
+                    f"{type(weights).__name__}."
+                )
+        bad = [d for d in weights.dims if d not in self.feature_dims]
+        if bad:
+            raise ValueError(
+                f"weights have dimension(s) {bad} that are not feature dimensions "
+                f"{self.feature_dims}. Weights multiply features; they cannot vary "
+                "along the sample dimension(s)."
+            )
+        for d in weights.dims:
+            if weights.sizes[d] != self.sizes[d]:
+                raise ValueError(
+                    f"weights have {weights.sizes[d]} values along {d!r} but the data "
+                    f"have {self.sizes[d]}."
+                )
+        sizes = dict(zip(self.feature_dims, self.feature_shape, strict=True))
+        w = weights.variable.set_dims(sizes).transpose(*self.feature_dims)
+        vec = np.asarray(w.values, dtype=np.float64).reshape(-1)
+        if not np.isfinite(vec).all():
+            raise ValueError(
+                "weights contain NaN or infinite values. Give every feature a finite "
+                "weight (use 0 to ignore a feature)."
+            )
+        return vec
+
+    def describe_features(self) -> FeatureLocator:
+        """A small picklable object that names features in error messages."""
+        coords = {}
+        for d in self.feature_dims:
+            if d in self.coords and self.sizes[d] <= 100_000:
+                coords[d] = np.asarray(self.coords[d].values)
+        return FeatureLocator(self.feature_dims, self.feature_shape, coords)
+
+    # ---------------------------------------------------------------- labels
+    def _coords_on(self, dims: Iterable[Hashable]) -> dict:
+        dims = set(dims)
+        return {k: v for k, v in self.coords.items() if set(v.dims) <= dims}
+
+    def component_coord(self, k: int) -> dict:
+        return {COMPONENT: (COMPONENT, np.arange(k))}
+
+    def label_samples(self, U, name: str, attrs: dict | None = None) -> xr.DataArray:
+        """(samples x k) array -> DataArray (*sample_dims, component)."""
+        k = U.shape[1]
+        data = U.reshape(*self.sample_shape, k)
+        coords = {**self._coords_on(self.sample_dims), **self.component_coord(k)}
+        return xr.DataArray(
+            data, dims=(*self.sample_dims, COMPONENT), coords=coords, name=name, attrs=attrs
+        )
+
+    def label_features(self, V, name: str, attrs: dict | None = None) -> xr.DataArray:
+        """(features x k) array -> DataArray (component, *feature_dims)."""
+        k = V.shape[1]
+        data = V.T.reshape(k, *self.feature_shape)
+        coords = {**self._coords_on(self.feature_dims), **self.component_coord(k)}
+        return xr.DataArray(
+            data, dims=(COMPONENT, *self.feature_dims), coords=coords, name=name, attrs=attrs
+        )
+
+    def label_feature_vector(self, x, name: str) -> xr.DataArray:
+        """(features,) array -> DataArray over the feature dims."""
+        return xr.DataArray(
+            x.reshape(self.feature_shape),
+            dims=self.feature_dims,
+            coords=self._coords_on(self.feature_dims),
+            name=name,
+        )
+
+    def label_full(self, X, attrs: dict | None = None) -> xr.DataArray:
+        """(samples x features) array -> DataArray like the input (dims in its order)."""
+        data = X.reshape(*self.sample_shape, *self.feature_shape)
+        out = xr.DataArray(
+            data,
+            dims=(*self.sample_dims, *self.feature_dims),
+            coords=self._coords_on(self.dims),
+            name=self.name,
+            attrs=self.attrs if attrs is None else attrs,
+        )
+        return out.transpose(*self.dims)
+
+    def label_new_samples(self, U, sample_dims, shape, coords, name: str) -> xr.DataArray:
+        k = U.shape[1]
+        return xr.DataArray(
+            U.reshape(*shape, k),
+            dims=(*sample_dims, COMPONENT),
+            coords={**coords, **self.component_coord(k)},
+            name=name,
+        )
+
+
+@dataclass(frozen=True)
+class FeatureLocator:
+    """Turns flat feature indices into ``lat=-12.5, lon=180.0``-style text."""
+
+    dims: tuple
+    shape: tuple
+    coords: dict
+
+    def __call__(self, idx: np.ndarray) -> str:
+        idx = np.asarray(idx)
+        parts = []
+        for flat in idx[:5]:
+            pos = np.unravel_index(int(flat), self.shape)
+            items = []
+            for d, i in zip(self.dims, pos, strict=True):
+                if d in self.coords:
+                    items.append(f"{d}={_fmt(self.coords[d][i])}")
+                else:
+                    items.append(f"{d}[{i}]")
+            parts.append("(" + ", ".join(items) + ")")
+        more = f" and {idx.size - 5} more" if idx.size > 5 else ""
+        return ", ".join(parts) + more
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _as_dims(dim) -> tuple[Hashable, ...]:
+    if isinstance(dim, str) or not isinstance(dim, Sequence):
+        return (dim,)
+    return tuple(dim)

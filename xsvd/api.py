@@ -1,0 +1,274 @@
+"""One pipeline behind every entry point: validate -> layout -> solve -> labels.
+
+``xsvd.svd``, ``xsvd.exact``, ``xsvd.compressed`` and the ``DataArray.svd``
+accessor all end up in :func:`_run`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Literal
+
+import xarray as xr
+
+from . import _backend
+from ._layout import Layout
+from .linalg import (
+    DEFAULT_N_OVERSAMPLES,
+    DEFAULT_N_POWER_ITER,
+    exact_svd,
+    randomized_svd,
+)
+from .result import SVDResult
+
+__all__ = ["svd", "exact", "compressed", "choose_method"]
+
+Dims = Hashable | Sequence[Hashable] | None
+Method = Literal["auto", "exact", "compressed"]
+
+#: ``method="auto"`` uses the exact SVD when the shorter side of the
+#: (samples x features) matrix has at most this many entries.
+EXACT_MAX_SHORT_SIDE = 1_000
+
+
+def choose_method(n_samples: int, n_features: int, k: int | None) -> str:
+    """The solver ``method="auto"`` picks for a matrix of this shape.
+
+    - ``"exact"`` when the matrix is small or tall-and-skinny: its shorter side
+      has at most ``EXACT_MAX_SHORT_SIDE`` (1,000) entries, or ``k`` asks for a
+      large share of it (``k >= short side / 4``), where a randomized sketch saves
+      little;
+    - ``"compressed"`` otherwise, i.e. when both dimensions are large; ``k`` is
+      then required.
+
+    Examples
+    --------
+    >>> choose_method(10_000, 200, None)
+    'exact'
+    >>> choose_method(100_000, 5_000, 10)
+    'compressed'
+    """
+    short = min(n_samples, n_features)
+    if short <= EXACT_MAX_SHORT_SIDE:
+        return "exact"
+    if k is None:
+        raise ValueError(
+            f"Both sides of this {n_samples} x {n_features} (samples x features) matrix "
+            "are large, so xsvd uses the compressed (randomized) SVD, which needs the "
+            "number of components: pass `k=` (e.g. `da.svd(k=10)`), or ask for "
+            "`method='exact'` (slow and memory-hungry at this size)."
+        )
+    if 4 * k >= short:
+        return "exact"
+    return "compressed"
+
+
+def svd(
+    obj: xr.DataArray,
+    k: int | None = None,
+    *,
+    dim: Dims = None,
+    method: Method = "auto",
+    center: bool = False,
+    weights: xr.DataArray | None = None,
+    compute: bool = True,
+    n_power_iter: int | None = None,
+    n_oversamples: int | None = None,
+    seed: int | None = None,
+    dtype=None,
+) -> SVDResult:
+    """Singular value decomposition of a labeled array, solver chosen by shape.
+
+    The DataArray is read as a matrix whose rows are the sample dimension(s)
+    ``dim`` and whose columns are all the other (feature) dimensions.
+
+    Parameters
+    ----------
+    obj : xarray.DataArray
+        NumPy-, CuPy- or Dask-backed data.
+    k : int, optional
+        Number of components. Required when the compressed solver runs.
+    dim : str or sequence of str, optional
+        Sample dimension(s), the rows of the matrix. Default: the first
+        dimension.
+    method : {"auto", "exact", "compressed"}
+        Solver; ``"auto"`` follows :func:`choose_method`.
+    center : bool
+        Remove each feature's mean over ``dim`` first.
+    weights : xarray.DataArray, optional
+        Broadcast against the feature dimensions; multiplies the (centered)
+        data, e.g. ``np.sqrt(np.cos(np.deg2rad(da.lat)))`` for area weighting.
+    compute : bool
+        True (default): return computed results. False: Dask inputs give lazy
+        results (nothing is computed until asked).
+    n_power_iter, n_oversamples, seed, dtype
+        Compressed solver only; see :func:`compressed`.
+
+    Returns
+    -------
+    SVDResult
+        Unpacks as ``U, S, V``.
+
+    Examples
+    --------
+    >>> import xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24)
+    >>> res = xsvd.svd(sst, k=3, dim="time", center=True)
+    >>> res.method, res.U.dims, res.V.dims
+    ('exact', ('time', 'component'), ('component', 'lat', 'lon'))
+    """
+    if method not in ("auto", "exact", "compressed"):
+        raise ValueError(f"method must be 'auto', 'exact' or 'compressed', got {method!r}.")
+    return _run(
+        obj,
+        k,
+        method=method,
+        dim=dim,
+        center=center,
+        weights=weights,
+        compute=compute,
+        n_power_iter=n_power_iter,
+        n_oversamples=n_oversamples,
+        seed=seed,
+        dtype=dtype,
+    )
+
+
+def exact(
+    obj: xr.DataArray,
+    *,
+    k: int | None = None,
+    dim: Dims = None,
+    center: bool = False,
+    weights: xr.DataArray | None = None,
+    compute: bool = True,
+) -> SVDResult:
+    """Exact SVD (LAPACK in memory, tall-skinny QR for Dask), optionally truncated to ``k``.
+
+    See :func:`svd` for the parameters.
+
+    Examples
+    --------
+    >>> import xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24)
+    >>> U, S, V = xsvd.exact(sst, dim="time")
+    >>> S.sizes["component"]
+    60
+    """
+    return _run(obj, k, method="exact", dim=dim, center=center, weights=weights, compute=compute)
+
+
+def compressed(
+    obj: xr.DataArray,
+    k: int,
+    *,
+    dim: Dims = None,
+    center: bool = False,
+    weights: xr.DataArray | None = None,
+    compute: bool = True,
+    n_power_iter: int | None = None,
+    n_oversamples: int | None = None,
+    seed: int | None = None,
+    dtype=None,
+) -> SVDResult:
+    """Rank-``k`` randomized SVD that reads the data ``n_power_iter + 1`` times.
+
+    Parameters
+    ----------
+    k : int
+        Number of components.
+    n_power_iter : int, default 4
+        Normalized subspace iterations; each is one more read of the data.
+    n_oversamples : int, default 10
+        Extra columns of the random sketch.
+    seed : int, optional
+        Seed of the Gaussian test matrix, for reproducible results.
+    dtype : {None, "float32", "float64"}
+        Precision of the products with the data. Default: float64 data in
+        float64; integer and float32 data in float32.
+    obj, dim, center, weights, compute
+        See :func:`svd`.
+
+    Examples
+    --------
+    >>> import xsvd
+    >>> gt = xsvd.datasets.genotypes(n_variants=2_000, n_samples=200)
+    >>> U, S, V = xsvd.compressed(gt, k=5, dim="samples", center=True, seed=0)
+    >>> U.dims, V.dims
+    (('samples', 'component'), ('component', 'variants'))
+    """
+    return _run(
+        obj,
+        k,
+        method="compressed",
+        dim=dim,
+        center=center,
+        weights=weights,
+        compute=compute,
+        n_power_iter=n_power_iter,
+        n_oversamples=n_oversamples,
+        seed=seed,
+        dtype=dtype,
+    )
+
+
+def _run(
+    obj,
+    k,
+    *,
+    method,
+    dim,
+    center,
+    weights,
+    compute,
+    n_power_iter=None,
+    n_oversamples=None,
+    seed=None,
+    dtype=None,
+) -> SVDResult:
+    layout = Layout.from_dataarray(obj, dim)
+    _backend.compute_dtype(obj.dtype)  # raises a clear error for non-numeric data
+    a = layout.to_matrix(obj)
+    w = layout.weights_vector(weights)
+    m, n = a.shape
+    if method == "auto":
+        method = choose_method(m, n, k)
+    compressed_only = dict(
+        n_power_iter=n_power_iter, n_oversamples=n_oversamples, seed=seed, dtype=dtype
+    )
+    if method == "exact":
+        given = [name for name, v in compressed_only.items() if v is not None]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} only apply to the compressed SVD, but the exact SVD "
+                "was chosen. Drop them or pass `method='compressed'`."
+            )
+        d = exact_svd(a, k, center=center, weights=w, describe=layout.describe_features())
+    else:
+        d = randomized_svd(
+            a,
+            k,
+            center=center,
+            weights=w,
+            n_power_iter=DEFAULT_N_POWER_ITER if n_power_iter is None else n_power_iter,
+            n_oversamples=DEFAULT_N_OVERSAMPLES if n_oversamples is None else n_oversamples,
+            seed=seed,
+            dtype=dtype,
+            describe=layout.describe_features(),
+        )
+    if compute and _backend.is_dask(d.S):
+        d = _compute(d)
+    return SVDResult(d, layout, center=center, weights=w)
+
+
+def _compute(d):
+    """Compute every lazy part of a decomposition in one go (one graph)."""
+    import dask
+
+    names = ("U", "S", "V", "mean", "total_ss", "nan_features")
+    values = [getattr(d, name) for name in names]
+    lazy = [i for i, v in enumerate(values) if _backend.is_dask(v)]
+    done = dask.compute(*[values[i] for i in lazy])
+    for i, v in zip(lazy, done, strict=True):
+        values[i] = v
+    return type(d)(*values, method=d.method, settings=d.settings)

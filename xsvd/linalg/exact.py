@@ -1,0 +1,168 @@
+"""Exact SVD: LAPACK for in-memory data, tall-skinny QR for Dask.
+
+In memory (NumPy or CuPy) the centered, weighted float matrix is formed and
+handed to ``linalg.svd`` (LAPACK's gesdd for NumPy, cuSOLVER for CuPy).
+
+For Dask, ``B`` stays lazy (centering and weights are fused elementwise into
+the chunks) and goes through ``dask.array.linalg.svd``, i.e. a tall-skinny QR
+(Benson, Gleich & Demmel 2013). That algorithm needs the short dimension in a
+single chunk and every block at least as tall as it is wide; xsvd rechunks so
+that holds, so the user never has to.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _backend
+from ._common import (
+    Decomposition,
+    Describe,
+    check_nan_counts,
+    fix_signs,
+    has_nan_kind,
+    nan_rows,
+    validate_k,
+)
+
+__all__ = ["exact_svd"]
+
+# Above this many columns in the short dimension, TSQR blocks get large.
+_TSQR_WARN_WIDTH = 10_000
+
+
+def exact_svd(
+    a,
+    k: int | None = None,
+    *,
+    center: bool = False,
+    weights=None,
+    describe: Describe | None = None,
+) -> Decomposition:
+    """Exact (thin) SVD of ``B = (A - mean) * weights``, optionally truncated to ``k``.
+
+    Parameters
+    ----------
+    a : array (m, n)
+        NumPy, CuPy or Dask array (samples x features).
+    k : int, optional
+        Keep the first ``k`` components (all ``min(m, n)`` when None).
+    center, weights, describe
+        As for :func:`xsvd.linalg.randomized_svd`.
+
+    Returns
+    -------
+    Decomposition
+
+    Notes
+    -----
+    Integer data are decomposed in float64, float32 data in float32.
+    For Dask input the result is lazy; the short dimension is put in one
+    chunk and each block made at least as tall as it is wide.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from xsvd.linalg import exact_svd
+    >>> a = np.random.default_rng(0).standard_normal((100, 8))
+    >>> d = exact_svd(a)
+    >>> np.allclose(d.S, np.linalg.svd(a, compute_uv=False))
+    True
+    """
+    m, n = a.shape
+    k = validate_k(k, m, n, required=False)
+    dtype = np.float32 if a.dtype == np.float32 else np.float64
+    if _backend.is_dask(a):
+        B, mean, nan_mask = _prepare_dask(a, dtype, center, weights, describe)
+        U, S, V = _tsqr_svd(B)
+    else:
+        B, mean, nan_mask = _prepare_memory(a, dtype, center, weights, describe)
+        xp = _backend.namespace(B)
+        U, S, Vt = xp.linalg.svd(B, full_matrices=False)
+        V = Vt.T
+    total_ss = (S.astype(np.float64) ** 2).sum()
+    if k is not None:
+        U, S, V = U[:, :k], S[:k], V[:, :k]
+    U, V = fix_signs(U, V)
+    if nan_mask is not None:
+        V = nan_rows(V, nan_mask)
+    return Decomposition(U, S, V, mean, total_ss, nan_mask, "exact", dict(k=k))
+
+
+def _prepare_memory(a, dtype, center, weights, describe):
+    xp = _backend.namespace(a)
+    B = a.astype(dtype, copy=True)
+    nan_mask = None
+    if has_nan_kind(a.dtype):
+        isnan = xp.isnan(B)
+        counts = isnan.sum(axis=0)
+        nan_mask = xp.asarray(
+            check_nan_counts(_backend.to_numpy(counts), a.shape[0], describe=describe)
+        )
+        B[isnan] = 0
+    mean = None
+    if center:
+        mean = B.mean(axis=0, dtype=np.float64)
+        B -= mean.astype(dtype)
+    if weights is not None:
+        B *= xp.asarray(weights).astype(dtype)
+    return B, mean, nan_mask
+
+
+def _prepare_dask(a, dtype, center, weights, describe):
+    import dask.array as da
+
+    m = a.shape[0]
+    B = a.astype(dtype)
+    nan_mask = None
+    if has_nan_kind(a.dtype):
+        isnan = da.isnan(a)
+        counts = isnan.sum(axis=0)
+        nan_mask = counts.map_blocks(
+            _check_block, m, describe, dtype=bool, meta=np.empty((0,), dtype=bool)
+        )
+        # every block of B waits for the NaN check of its features
+        B = da.map_blocks(_after_check, da.where(isnan, 0, B), nan_mask[None, :], dtype=dtype)
+    mean = None
+    if center:
+        mean = B.mean(axis=0, dtype=np.float64)
+        B = B - mean.astype(dtype)
+    if weights is not None:
+        B = B * np.asarray(weights).astype(dtype)
+    return B, mean, nan_mask
+
+
+def _check_block(counts, m, describe, block_info=None):
+    offset = block_info[0]["array-location"][0][0] if block_info else 0
+    return check_nan_counts(counts, m, offset=offset, describe=describe)
+
+
+def _after_check(block, _mask):
+    return block
+
+
+def _tsqr_svd(B):
+    """Thin SVD of a Dask matrix through TSQR, transposing short-wide input."""
+    import dask.array as da
+
+    m, n = B.shape
+    wide = n > m
+    X = B.T if wide else B
+    rows, cols = X.shape
+    if cols > _TSQR_WARN_WIDTH:
+        gib = cols * cols * X.dtype.itemsize / 2**30
+        warnings.warn(
+            f"An exact SVD of a {m} x {n} Dask array puts {cols} columns in every block "
+            f"(at least {gib:.1f} GiB each). Consider `.svd.compressed(k=...)`.",
+            UserWarning,
+            stacklevel=3,
+        )
+    # the short dimension in one chunk, every block at least as tall as wide
+    row_chunk = max(cols, max(X.chunks[0]))
+    X = X.rechunk({0: min(row_chunk, rows), 1: -1})
+    u, s, vt = da.linalg.svd(X)
+    if wide:
+        return vt.T, s, u
+    return u, s, vt.T

@@ -1,0 +1,500 @@
+"""Compressed (randomized) SVD that reads the data q + 1 times.
+
+Notation: ``A`` is the (m samples x n features) data and
+
+    B = (A - 1 mu^T) diag(w)
+
+the matrix actually decomposed (centering and weights optional). The data are
+cut into *stripes* that each hold one dimension whole. Call ``C`` the matrix
+whose rows are cut: ``C = B`` when stripes are blocks of samples ("rows"
+layout) and ``C = B^T`` when they are blocks of features ("cols" layout). The
+whole dimension of a stripe is the *thin side* (length ``nc``); small
+``nc x l`` matrices live there.
+
+One read of a stripe ``C_i`` gives both ``Y_i = C_i W`` and its share
+``C_i^T Y_i`` of ``Z = C^T C W``. So a pass over the data is one step of
+subspace iteration on ``C^T C``, and after ``q + 1`` passes
+
+    Y = C W_q,  W_q = orth((C^T C)^q Omega),  Z = C^T Y,
+
+i.e. ``Y`` spans ``(C C^T)^q C Omega``: the same subspace as the normalized
+power scheme of Halko, Martinsson & Tropp (2011, Alg. 4.4) with ``q``
+iterations, which needs ``2q + 2`` passes. The projection ``Q^T C`` it then
+needs is recovered from the same last pass without reading the data again
+(as in single-pass randomized SVD: Tropp, Yurtsever, Udell & Cevher 2017;
+Yu, Gu, Li et al. 2017): with ``Y^T Y = V_y diag(s^2) V_y^T`` and
+``Q = Y V_y diag(1/s)``, ``Q^T C = diag(1/s) V_y^T Z^T``. Directions of ``Y``
+with ``s_j < sqrt(eps) s_1`` are numerical noise and are dropped there.
+
+Every iterate is orthonormalized (QR of the ``nc x l`` matrix ``Z``), so the
+tail of fast-decaying spectra is not lost as it is with unnormalized power
+iterations. Centering and weights never touch the data: they enter as
+rank-one and diagonal corrections of the small products, and the mean itself
+is accumulated in the first pass (a column of ones appended to the sketch).
+Integer and float32 data are multiplied in float32, a sub-block at a time
+(a uint8 block becomes float32 only while it is being multiplied); partial
+sums, Gram matrices and the small factorizations are float64.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _backend
+from ._common import (
+    Decomposition,
+    Describe,
+    check_nan_counts,
+    eps_tolerance,
+    fix_signs,
+    has_nan_kind,
+    nan_rows,
+    validate_k,
+)
+from ._exec import Eager, Lazy
+
+__all__ = ["randomized_svd", "DEFAULT_N_POWER_ITER", "DEFAULT_N_OVERSAMPLES"]
+
+DEFAULT_N_POWER_ITER = 4
+DEFAULT_N_OVERSAMPLES = 10
+
+# Elements of a float sub-block multiplied at once inside a stripe (4 MiB in float32).
+_SUB_BLOCK_ELEMENTS = 1 << 20
+
+
+def randomized_svd(
+    a,
+    k: int,
+    *,
+    center: bool = False,
+    weights=None,
+    n_power_iter: int = DEFAULT_N_POWER_ITER,
+    n_oversamples: int = DEFAULT_N_OVERSAMPLES,
+    seed: int | None = None,
+    dtype=None,
+    describe: Describe | None = None,
+) -> Decomposition:
+    """Rank-``k`` randomized SVD of ``B = (A - mean) * weights``.
+
+    Parameters
+    ----------
+    a : array (m, n)
+        NumPy, CuPy or Dask array, samples along rows, features along columns.
+        Dask arrays stay lazy: the result is a set of Dask arrays.
+    k : int
+        Number of components.
+    center : bool
+        Remove each feature's (column's) mean over the samples.
+    weights : array (n,), optional
+        Per-feature factors applied after centering.
+    n_power_iter : int
+        Subspace (power) iterations ``q``; the data are read ``q + 1`` times.
+    n_oversamples : int
+        Extra sketch columns ``p``; the sketch has ``l = k + p`` columns.
+    seed : int, optional
+        Seed of the Gaussian test matrix (drawn on the data's backend).
+    dtype : {None, "float32", "float64"}
+        Precision of the products with the data; by default float64 data stay
+        float64 and everything else is computed in float32.
+    describe : callable, optional
+        Turns flat feature indices into a readable location for error messages.
+
+    Returns
+    -------
+    Decomposition
+
+    Notes
+    -----
+    Memory: besides the stripes being read (one per worker thread), a NumPy
+    float sub-block of about 4 MiB per stripe, and ``O((m + n) l)`` for the
+    small matrices. The input is never copied whole, centered, weighted or
+    converted to float.
+
+    References
+    ----------
+    N. Halko, P. G. Martinsson and J. A. Tropp, Finding structure with
+    randomness: probabilistic algorithms for constructing approximate matrix
+    decompositions, SIAM Review 53(2), 217-288, 2011.
+
+    J. A. Tropp, A. Yurtsever, M. Udell and V. Cevher, Practical sketching
+    algorithms for low-rank matrix approximation, SIAM J. Matrix Anal. Appl.
+    38(4), 1454-1485, 2017.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from xsvd.linalg import randomized_svd
+    >>> a = np.random.default_rng(0).standard_normal((200, 50))
+    >>> d = randomized_svd(a, 5, seed=0)
+    >>> d.U.shape, d.S.shape, d.V.shape
+    ((200, 5), (5,), (50, 5))
+    """
+    m, n = a.shape
+    k = validate_k(k, m, n, required=True)
+    if not isinstance(n_power_iter, int | np.integer) or n_power_iter < 0:
+        raise ValueError(f"n_power_iter must be an integer >= 0, got {n_power_iter!r}.")
+    if not isinstance(n_oversamples, int | np.integer) or n_oversamples < 0:
+        raise ValueError(f"n_oversamples must be an integer >= 0, got {n_oversamples!r}.")
+    ctype = _backend.compute_dtype(a.dtype, dtype)
+    xp = _backend.namespace(a)
+    layout, ex = _plan(a)
+    nc = n if layout == "rows" else m
+    l = min(k + n_oversamples, m, n)
+    w = None if weights is None else np.asarray(_backend.to_numpy(weights), dtype=np.float64)
+    w_xp = None if w is None else xp.asarray(w)
+    fill_nan = has_nan_kind(a.dtype)
+
+    W = _backend.standard_normal(xp, seed, (nc, l), np.float64)
+    run = _run_rows if layout == "rows" else _run_cols
+    stripe_side, thin_side, S, mean, total_ss, nan_mask = run(
+        ex, xp, W, l, k, m, n, n_power_iter, ctype, center, w_xp, fill_nan, describe
+    )
+    if layout == "rows":
+        U, V = stripe_side, thin_side
+    else:
+        U, V = thin_side, stripe_side
+    U, V = fix_signs(U, V)
+    if nan_mask is not None:
+        V = nan_rows(V, nan_mask)
+    settings = dict(
+        k=k,
+        n_power_iter=int(n_power_iter),
+        n_oversamples=int(n_oversamples),
+        seed=seed,
+        dtype=str(ctype),
+        layout=layout,
+        passes=int(n_power_iter) + 1,
+    )
+    return Decomposition(U, S, V, mean, total_ss, nan_mask, "compressed", settings)
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def _plan(a):
+    """Choose the stripe layout and the executor.
+
+    In memory: the thin side is the shorter dimension. Dask: stripes follow
+    the chunks (a dimension already in one chunk is the thin side); when both
+    dimensions are chunked, the shorter one is merged into single chunks (a
+    rechunk that reads every chunk once).
+    """
+    m, n = a.shape
+    if not _backend.is_dask(a):
+        layout = "rows" if n <= m else "cols"
+        return layout, Eager(a, 0 if layout == "rows" else 1)
+    if a.numblocks[1] == 1:
+        layout = "rows"
+    elif a.numblocks[0] == 1:
+        layout = "cols"
+    else:
+        layout = "rows" if n <= m else "cols"
+        a = a.rechunk({1: -1} if layout == "rows" else {0: -1})
+    return layout, Lazy(a, 0 if layout == "rows" else 1)
+
+
+# ------------------------------------------------------------ "rows" layout (C = B)
+
+
+def _run_rows(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
+    """Stripes are blocks of samples; the thin side is the features."""
+    meta, meta1, meta0, metab = _metas(xp)
+    W_d = None
+    for p in range(q + 1):
+        first = p == 0
+        DW = ex.call(_scale_rows, W, w, ctype)
+        stripes = ex.stripes(after=W_d)
+        # the mean is known after the first pass: later passes center each
+        # sub-block as it is multiplied (no cancellation in the products)
+        shift = None if (first or not center) else ex.call(_as_dtype, mean, ctype)
+        Yraw, P, Graw, ysum, sumsq, nancnt = ex.map(
+            _kernel_rows, stripes, DW, shift, first, fill_nan, nout=6
+        )
+        P_tot = ex.sum(P)
+        if first:
+            mean, total_ss, nan_mask = ex.call(
+                _rows_stats,
+                P_tot,
+                ex.sum(sumsq),
+                ex.sum(nancnt) if fill_nan else None,
+                m,
+                center,
+                w,
+                describe,
+                nout=3,
+            )
+        Z, G, c = ex.call(
+            _rows_correct,
+            P_tot,
+            ex.sum(Graw),
+            ex.sum(ysum),
+            DW,
+            mean if shift is None else None,
+            w,
+            m,
+            nout=3,
+        )
+        if p < q:
+            W = ex.call(_orth, Z)
+            W_d = W
+    M, thin, S = ex.call(_finalize, Z, G, k, ctype, nout=3)
+    U_parts = ex.map(_rows_scores, Yraw, c, M, nout=1)
+    U = ex.concat(U_parts, [(s, k) for s in ex.sizes], np.float64, axis=0, meta=meta)
+    V = ex.array(thin, (n, k), np.float64, meta=meta)
+    S = ex.array(S, (k,), np.float64, meta=meta1)
+    mean = None if not center else ex.array(mean, (n,), np.float64, meta=meta1)
+    total_ss = ex.array(total_ss, (), np.float64, meta=meta0)
+    nan_mask = None if not fill_nan else ex.array(nan_mask, (n,), bool, meta=meta1)
+    return U, V, S, mean, total_ss, nan_mask
+
+
+def _metas(xp):
+    """Empty arrays of the data's backend for 2-D, 1-D, 0-d float and 1-D bool results."""
+    f = np.float64
+    return xp.empty((0, 0), f), xp.empty((0,), f), xp.empty((), f), xp.empty((0,), bool)
+
+
+def _scale_rows(W, w, ctype):
+    out = W if w is None else W * w[:, None]
+    return out.astype(ctype, copy=False)
+
+
+def _sub_blocks(length: int, other: int):
+    step = max(64, _SUB_BLOCK_ELEMENTS // max(other, 1))
+    for start in range(0, length, step):
+        yield start, min(start + step, length)
+
+
+def _as_dtype(x, dtype):
+    return x.astype(dtype)
+
+
+def _kernel_rows(blk, DW, shift, first, fill_nan):
+    """One read of a sample stripe: ``Y_i = C_i DW`` and ``C_i^T [Y_i, 1]``.
+
+    ``shift`` (the feature means, when known) is subtracted from each
+    sub-block before it is multiplied.
+    """
+    xp = _backend.namespace(blk)
+    ctype = DW.dtype
+    mi, n = blk.shape
+    l = DW.shape[1]
+    Y = xp.empty((mi, l), dtype=ctype)
+    P = xp.zeros((n, l + 1), dtype=np.float64)
+    G = xp.zeros((l, l), dtype=np.float64)
+    ysum = xp.zeros((l,), dtype=np.float64)
+    sumsq = xp.zeros((n,), dtype=np.float64) if first else None
+    nancnt = xp.zeros((n,), dtype=np.int64) if (first and fill_nan) else None
+    ext = xp.ones((min(mi, max(64, _SUB_BLOCK_ELEMENTS // max(n, 1))), l + 1), dtype=ctype)
+    for r0, r1 in _sub_blocks(mi, n):
+        sub = blk[r0:r1].astype(ctype, copy=False)
+        if fill_nan:
+            sub, cnt = _fill(xp, sub, axis=0)
+            if nancnt is not None:
+                nancnt += cnt
+        if shift is not None:
+            sub = sub - shift
+        y = sub @ DW
+        Y[r0:r1] = y
+        e = ext[: r1 - r0]
+        e[:, :l] = y
+        P += (sub.T @ e).astype(np.float64)
+        y64 = y.astype(np.float64)
+        G += y64.T @ y64
+        ysum += y64.sum(axis=0)
+        if sumsq is not None:
+            sumsq += xp.einsum("ij,ij->j", sub, sub).astype(np.float64)
+    return Y, P, G, ysum, sumsq, nancnt
+
+
+def _fill(xp, sub, axis):
+    """Zero the NaN of a float sub-block (a copy only when there are any)."""
+    mask = xp.isnan(sub)
+    cnt = mask.sum(axis=axis)
+    if bool(cnt.any()):
+        sub = xp.where(mask, sub.dtype.type(0), sub)
+    return sub, cnt
+
+
+def _rows_stats(P, sumsq, nancnt, m, center, w, describe):
+    colsum = P[:, -1]
+    nan_mask = (
+        None
+        if nancnt is None
+        else check_nan_counts(_backend.to_numpy(nancnt), m, describe=describe)
+    )
+    if nan_mask is not None:
+        nan_mask = _backend.namespace(P).asarray(nan_mask)
+    mean = colsum / m if center else None
+    ss = sumsq - m * mean**2 if center else sumsq
+    if w is not None:
+        ss = ss * w**2
+    return mean, ss.sum(), nan_mask
+
+
+def _rows_correct(P, Graw, ysum, DW, mean, w, m):
+    """Apply centering and weights to the pass's sums: ``Z = B^T Y``, ``G = Y^T Y``."""
+    Pl = P[:, :-1]
+    if mean is None:
+        Z = Pl
+        c = None
+        G = Graw
+    else:
+        c = mean @ DW.astype(np.float64)  # (l,): the mean row of C DW
+        Z = Pl - mean[:, None] * ysum[None, :]
+        G = Graw - ysum[:, None] * c[None, :] - c[:, None] * ysum[None, :]
+        G = G + m * c[:, None] * c[None, :]
+    if w is not None:
+        Z = Z * w[:, None]
+    return Z, G, c
+
+
+def _rows_scores(Y, c, M):
+    Y = Y.astype(np.float64)
+    if c is not None:
+        Y = Y - c[None, :]
+    return Y @ M
+
+
+# ----------------------------------------------------------- "cols" layout (C = B^T)
+
+
+def _run_cols(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
+    """Stripes are blocks of features (each holding every sample)."""
+    meta, meta1, meta0, metab = _metas(xp)
+    w_parts = [
+        None if w is None else w[o : o + s] for o, s in zip(ex.offsets, ex.sizes, strict=True)
+    ]
+    off = [int(o) for o in ex.offsets]
+    W_d = None
+    for p in range(q + 1):
+        first = p == 0
+        Wc = ex.call(_as_dtype, W, ctype)
+        stripes = ex.stripes(after=W_d)
+        out = ex.map(
+            _kernel_cols,
+            stripes,
+            Wc,
+            center,
+            first,
+            fill_nan,
+            describe,
+            nout=6,
+            per_stripe=(w_parts, off),
+        )
+        Yc, Zp, Gp, mean_p, ss_p, nan_p = out
+        if first:
+            means, sss, nans = mean_p, ss_p, nan_p
+        Z = ex.sum(Zp)
+        G = ex.sum(Gp)
+        if p < q:
+            W = ex.call(_orth, Z)
+            W_d = W
+    M, thin, S = ex.call(_finalize, Z, G, k, ctype, nout=3)
+    V_parts = ex.map(_cols_loadings, Yc, M, nout=1)
+    V = ex.concat(V_parts, [(s, k) for s in ex.sizes], np.float64, axis=0, meta=meta)
+    U = ex.array(thin, (m, k), np.float64, meta=meta)
+    S = ex.array(S, (k,), np.float64, meta=meta1)
+    vec = [(s,) for s in ex.sizes]
+    mean = None if not center else ex.concat(means, vec, np.float64, 0, meta=meta1)
+    total_ss = ex.array(ex.call(_sum_scalars, *sss), (), np.float64, meta=meta0)
+    nan_mask = None if not fill_nan else ex.concat(nans, vec, bool, 0, meta=meta1)
+    return V, U, S, mean, total_ss, nan_mask
+
+
+def _sum_scalars(*xs):
+    return sum(xs)
+
+
+def _kernel_cols(blk, w, offset, W, center, first, fill_nan, describe):
+    """One read of a feature stripe ``A_j`` (m x n_j), i.e. rows of ``C = B^T``.
+
+    Every feature has all its samples here, so each sub-block is centered
+    exactly (its column means) while it is in cache.
+    """
+    xp = _backend.namespace(blk)
+    ctype = W.dtype
+    m, nj = blk.shape
+    l = W.shape[1]
+    ones = xp.ones((m,), dtype=ctype)
+    Yc = xp.empty((nj, l), dtype=ctype)
+    Z = xp.zeros((m, l), dtype=np.float64)
+    G = xp.zeros((l, l), dtype=np.float64)
+    mean = xp.empty((nj,), dtype=np.float64) if (first and center) else None
+    nan_mask = xp.zeros((nj,), dtype=bool) if (first and fill_nan) else None
+    ss = 0.0
+    for c0, c1 in _sub_blocks(nj, m):
+        sub = blk[:, c0:c1].astype(ctype, copy=False)
+        if fill_nan:
+            sub, cnt = _fill(xp, sub, axis=0)
+            if nan_mask is not None:
+                nan_mask[c0:c1] = xp.asarray(
+                    check_nan_counts(
+                        _backend.to_numpy(cnt), m, offset=offset + c0, describe=describe
+                    )
+                )
+        if center:
+            mu = (ones @ sub).astype(np.float64) / m
+            if mean is not None:
+                mean[c0:c1] = mu
+            sub = sub - mu.astype(ctype)
+        ws = None if w is None else xp.asarray(w[c0:c1])
+        y = (sub.T @ W).astype(np.float64)  # (cs, l)
+        if ws is not None:
+            y = y * ws[:, None]
+        Yc[c0:c1] = y
+        G += y.T @ y
+        t = y if ws is None else y * ws[:, None]
+        Z += (sub @ t.astype(ctype)).astype(np.float64)
+        if first:
+            sq = xp.einsum("ij,ij->j", sub, sub).astype(np.float64)
+            if ws is not None:
+                sq = sq * ws**2
+            ss = ss + float(sq.sum())
+    return Yc, Z, G, mean, ss, nan_mask
+
+
+def _cols_loadings(Yc, M):
+    return Yc.astype(np.float64) @ M
+
+
+# ---------------------------------------------------------------- shared small math
+
+
+def _orth(Z):
+    """Orthonormal basis of the iterate (Householder QR, float64)."""
+    xp = _backend.namespace(Z)
+    q, _ = xp.linalg.qr(Z)
+    return q
+
+
+def _finalize(Z, G, k, ctype):
+    """Rank-k SVD of ``Q^T C`` from ``G = Y^T Y`` and ``Z = C^T Y``.
+
+    Returns ``M`` (l x k) that maps stripe-side ``Y`` blocks to singular
+    vectors, the thin-side singular vectors (nc x k) and the singular values.
+    """
+    xp = _backend.namespace(Z)
+    evals, evecs = xp.linalg.eigh(G)
+    evals, evecs = evals[::-1], evecs[:, ::-1]
+    s = xp.sqrt(xp.clip(evals, 0, None))
+    keep = s > eps_tolerance(ctype) * s[0] if float(s[0]) > 0 else s > 0
+    r = int(keep.sum())
+    T = evecs[:, :r] / s[:r]
+    Ut, sig, Vt = xp.linalg.svd((Z @ T).T, full_matrices=False)
+    kk = min(k, r)
+    M = T @ Ut[:, :kk]
+    thin = Vt[:kk].T
+    sig = sig[:kk]
+    if kk < k:
+        warnings.warn(
+            f"The data have numerical rank {kk} < k={k}: the last {k - kk} components are zero.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        M = xp.concatenate([M, xp.zeros((M.shape[0], k - kk))], axis=1)
+        thin = xp.concatenate([thin, xp.zeros((thin.shape[0], k - kk))], axis=1)
+        sig = xp.concatenate([sig, xp.zeros(k - kk)])
+    return M, thin, sig
