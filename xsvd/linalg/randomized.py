@@ -202,6 +202,7 @@ def _run_rows(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
     """Stripes are blocks of samples; the thin side is the features."""
     meta, meta1, meta0, metab = _metas(xp)
     W_d = None
+    mean = None
     for p in range(q + 1):
         first = p == 0
         DW = ex.call(_scale_rows, W, w, ctype)
