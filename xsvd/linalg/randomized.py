@@ -372,12 +372,12 @@ def _run_cols(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
     W_d = None
     for p in range(q + 1):
         first = p == 0
-        Wc = ex.call(_as_dtype, W, ctype)
+        Wext = ex.call(_append_ones, W, ctype)
         stripes = ex.stripes(after=W_d)
         out = ex.map(
             _kernel_cols,
             stripes,
-            Wc,
+            Wext,
             center,
             first,
             fill_nan,
@@ -405,24 +405,33 @@ def _run_cols(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
     return V, U, S, mean, total_ss, nan_mask
 
 
+def _append_ones(W, ctype):
+    xp = _backend.namespace(W)
+    ones = xp.ones((W.shape[0], 1), dtype=W.dtype)
+    return xp.concatenate([W, ones], axis=1).astype(ctype, copy=False)
+
+
 def _sum_scalars(*xs):
     return sum(xs)
 
 
-def _kernel_cols(blk, w, offset, W, center, first, fill_nan, describe):
+def _kernel_cols(blk, w, offset, Wext, center, first, fill_nan, describe):
     """One read of a feature stripe ``A_j`` (m x n_j), i.e. rows of ``C = B^T``.
 
-    Every feature has all its samples here, so each sub-block is centered
-    exactly (its column means) while it is in cache.
+    Every feature has all its samples here, so its mean is exact and local:
+    the column of ones appended to ``W`` gives the sums in the same product,
+    and centering enters as rank-one corrections (measured to lose nothing
+    here: the mean direction is not in the iterates).
     """
     xp = _backend.namespace(blk)
-    ctype = W.dtype
+    ctype = Wext.dtype
     m, nj = blk.shape
-    l = W.shape[1]
-    ones = xp.ones((m,), dtype=ctype)
+    l = Wext.shape[1] - 1
+    wsum = Wext[:, :l].astype(np.float64).sum(axis=0)
     Yc = xp.empty((nj, l), dtype=ctype)
     Z = xp.zeros((m, l), dtype=np.float64)
     G = xp.zeros((l, l), dtype=np.float64)
+    corr = xp.zeros((l,), dtype=np.float64)
     mean = xp.empty((nj,), dtype=np.float64) if (first and center) else None
     nan_mask = xp.zeros((nj,), dtype=bool) if (first and fill_nan) else None
     ss = 0.0
@@ -436,24 +445,30 @@ def _kernel_cols(blk, w, offset, W, center, first, fill_nan, describe):
                         _backend.to_numpy(cnt), m, offset=offset + c0, describe=describe
                     )
                 )
-        if center:
-            mu = (ones @ sub).astype(np.float64) / m
+        raw = (sub.T @ Wext).astype(np.float64)  # (cs, l + 1): C_s W and row sums
+        y = raw[:, :l]
+        mu = raw[:, l] / m if center else None
+        if mu is not None:
+            y = y - mu[:, None] * wsum[None, :]
             if mean is not None:
                 mean[c0:c1] = mu
-            sub = sub - mu.astype(ctype)
         ws = None if w is None else xp.asarray(w[c0:c1])
-        y = (sub.T @ W).astype(np.float64)  # (cs, l)
         if ws is not None:
             y = y * ws[:, None]
         Yc[c0:c1] = y
         G += y.T @ y
         t = y if ws is None else y * ws[:, None]
         Z += (sub @ t.astype(ctype)).astype(np.float64)
+        if mu is not None:
+            corr += mu @ t
         if first:
             sq = xp.einsum("ij,ij->j", sub, sub).astype(np.float64)
+            if mu is not None:
+                sq = sq - m * mu**2
             if ws is not None:
                 sq = sq * ws**2
             ss = ss + float(sq.sum())
+    Z -= corr[None, :]
     return Yc, Z, G, mean, ss, nan_mask
 
 
