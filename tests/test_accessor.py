@@ -1,0 +1,289 @@
+"""The labeled API: accessor, function, result object, N-D layouts."""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+from conftest import matrix_with_spectrum, raise_if_dask_computes
+
+import xsvd
+from xsvd import datasets
+
+
+@pytest.fixture(scope="module")
+def sst():
+    return datasets.climate_field(n_time=120, n_lat=18, n_lon=36, seed=1)
+
+
+@pytest.fixture
+def field3d():
+    """(time, lat, lon) data with a clear spectrum, coords and a non-dim coord."""
+    nt, ny, nx = 80, 6, 9
+    a = matrix_with_spectrum(np.r_[9.0, 7, 5, 3, 2, np.full(40, 0.05)], nt, ny * nx, seed=3)
+    return xr.DataArray(
+        a.reshape(nt, ny, nx) + 10.0,
+        dims=("time", "lat", "lon"),
+        coords={
+            "time": np.arange(nt),
+            "lat": np.linspace(-50, 50, ny),
+            "lon": np.arange(nx) * 40.0,
+            "month": ("time", np.arange(nt) % 12 + 1),
+            "region": (("lat", "lon"), np.arange(ny * nx).reshape(ny, nx)),
+        },
+        name="tas",
+        attrs={"units": "K", "long_name": "air temperature"},
+    )
+
+
+def stacked(da_, dim):
+    """Reference (samples x features) matrix built with xarray's own stack."""
+    feats = [d for d in da_.dims if d not in dim]
+    return da_.stack(s=dim, f=feats).transpose("s", "f").values
+
+
+# -------------------------------------------------------------- labels
+
+
+def test_accessor_function_and_methods_agree(field3d):
+    r1 = field3d.svd(k=3, dim="time")
+    r2 = xsvd.svd(field3d, k=3, dim="time")
+    r3 = field3d.svd.exact(k=3, dim="time")
+    for r in (r2, r3):
+        xr.testing.assert_allclose(r1.V, r.V)
+    assert r1.method == "exact"
+
+
+def test_3d_round_trip_dims_coords_attrs(field3d):
+    res = field3d.svd.compressed(k=4, dim="time", seed=0)
+    U, S, V = res
+    assert U.dims == ("time", "component") and S.dims == ("component",)
+    assert V.dims == ("component", "lat", "lon")
+    np.testing.assert_array_equal(U.component, np.arange(4))
+    np.testing.assert_array_equal(U.month, field3d.month)  # non-dim coord on samples
+    np.testing.assert_array_equal(V.region, field3d.region)  # 2-D non-dim coord on features
+    np.testing.assert_array_equal(V.lon, field3d.lon)
+    assert S.attrs["units"] == "K"
+    assert res.reconstruct().attrs == field3d.attrs
+    # values: the stacked matrix's SVD
+    s = np.linalg.svd(stacked(field3d, ["time"]), compute_uv=False)
+    np.testing.assert_allclose(S, s[:4], rtol=1e-8)
+
+
+def test_dims_follow_the_users_order_and_several_sample_dims(field3d):
+    x = field3d.transpose("lat", "time", "lon")
+    res = x.svd(dim="time", k=2)
+    assert res.V.dims == ("component", "lat", "lon")
+    r2 = field3d.svd(dim=["lon", "time"], k=2)  # two sample dims, in the order given
+    assert r2.U.dims == ("lon", "time", "component") and r2.V.dims == ("component", "lat")
+    s = np.linalg.svd(stacked(field3d, ["lon", "time"]), compute_uv=False)
+    np.testing.assert_allclose(r2.S, s[:2], rtol=1e-10)
+
+
+def test_default_dim_is_the_first(field3d):
+    assert field3d.svd(k=2).U.dims == ("time", "component")
+
+
+def test_2d_genotypes_round_trip():
+    gt = datasets.genotypes(2000, 90, seed=2)
+    res = gt.svd.compressed(k=3, dim="samples", center=True, seed=0)
+    assert res.U.dims == ("samples", "component")
+    assert res.V.dims == ("component", "variants")
+    assert (res.U.population.values == gt.population.values).all()
+    # PCs separate the simulated populations: between-group variance dominates
+    pc = res.U.isel(component=0)
+    between = pc.groupby("population").mean().var().item()
+    assert between > 0.5 * pc.var().item()
+
+
+# ------------------------------------------------------------ NaN, weights
+
+
+def test_land_is_nan_in_v_and_in_reconstruction(sst):
+    land = sst.isel(time=0).isnull()
+    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    for obj in (sst, sst.chunk({"time": 30})):
+        res = obj.svd.compressed(k=3, dim="time", center=True, weights=w, seed=0)
+        assert (res.V.isnull() == land).all()
+        assert (res.mean.isnull() == land).all()
+        rec = res.reconstruct()
+        assert (rec.isnull() == sst.isnull()).all()
+    assert sst.isnull().sum() == land.sum() * sst.sizes["time"]  # input untouched
+
+
+def test_nan_outside_the_mask_names_the_location(sst):
+    bad = sst.copy()
+    lat0, lon0 = 10, 20
+    assert not np.isnan(bad.values[5, lat0, lon0])
+    bad.values[5, lat0, lon0] = np.nan
+    with pytest.raises(ValueError, match=r"lat=.*lon=.*fillna"):
+        bad.svd(k=2, dim="time")
+    with pytest.raises(ValueError, match=r"lat=.*lon="):
+        bad.chunk({"time": 40}).svd.compressed(k=2, dim="time", seed=0)
+
+
+def test_weights_multiply_the_features(field3d):
+    w = xr.DataArray(np.linspace(0.5, 1.5, field3d.sizes["lat"]), dims="lat")
+    res = field3d.svd.exact(dim="time", center=True, weights=w)
+    weighted = (field3d - field3d.mean("time")) * w
+    s = np.linalg.svd(stacked(weighted, ["time"]), compute_uv=False)
+    np.testing.assert_allclose(res.S, s, rtol=1e-10, atol=1e-12 * s[0])
+    # reconstruct undoes both weights and centering
+    xr.testing.assert_allclose(res.reconstruct(), field3d.drop_vars([]), rtol=1e-9)
+
+
+def test_weights_errors(field3d):
+    with pytest.raises(ValueError, match="not feature dimensions"):
+        field3d.svd(dim="time", weights=xr.DataArray(np.ones(80), dims="time"))
+    with pytest.raises(TypeError, match="DataArray"):
+        field3d.svd(dim="time", weights=np.ones(6))
+    with pytest.raises(ValueError, match="finite"):
+        field3d.svd(dim="time", weights=xr.DataArray(np.full(6, np.nan), dims="lat"))
+
+
+# ----------------------------------------------------- result object
+
+
+def test_explained_variance_ratio(field3d):
+    full = field3d.svd.exact(dim="time", center=True)
+    np.testing.assert_allclose(full.explained_variance_ratio.sum(), 1.0, rtol=1e-12)
+    comp = field3d.svd.compressed(k=3, dim="time", center=True, seed=0)
+    np.testing.assert_allclose(
+        comp.explained_variance_ratio, full.explained_variance_ratio[:3], rtol=1e-8
+    )
+    assert comp.explained_variance_ratio.dims == ("component",)
+
+
+def test_reconstruct_full_rank_gives_the_input_back(field3d):
+    res = field3d.svd.exact(dim="time", center=True)
+    rec = res.reconstruct()
+    assert rec.dims == field3d.dims and rec.name == field3d.name
+    xr.testing.assert_allclose(rec, field3d, rtol=1e-10)
+
+
+def test_reconstruct_rank_k_error_is_optimal(field3d):
+    res = field3d.svd.compressed(k=5, dim="time", center=True, seed=0)
+    err = float(np.sqrt(((res.reconstruct() - field3d) ** 2).sum()))
+    s = np.linalg.svd(stacked(field3d - field3d.mean("time"), ["time"]), compute_uv=False)
+    np.testing.assert_allclose(err, np.sqrt((s[5:] ** 2).sum()), rtol=1e-6)
+
+
+def test_project_gives_u_back_and_handles_new_samples(field3d, sst):
+    res = field3d.svd.compressed(k=3, dim="time", center=True, seed=0)
+    xr.testing.assert_allclose(res.project(field3d), res.U.rename("scores"), atol=1e-10)
+    sub = field3d.isel(time=slice(10, 20))
+    np.testing.assert_allclose(res.project(sub).values, res.U.isel(time=slice(10, 20)).values)
+    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    r2 = sst.svd(k=3, dim="time", center=True, weights=w)  # with land
+    np.testing.assert_allclose(r2.project(sst).values, r2.U.values, atol=1e-10)
+    with pytest.raises(ValueError, match="coordinate 'lon'"):
+        res.project(field3d.assign_coords(lon=field3d.lon + 1))
+
+
+def test_to_dataset(field3d):
+    res = field3d.svd.compressed(k=3, dim="time", center=True, seed=4)
+    ds = res.to_dataset()
+    assert {"U", "S", "V", "mean", "explained_variance_ratio"} <= set(ds.data_vars)
+    assert ds.attrs["xsvd_method"] == "compressed" and ds.attrs["xsvd_seed"] == 4
+    xr.testing.assert_identical(ds.V, res.V)
+    assert ds.month.dims == ("time",)
+
+
+def test_unpacking_and_repr(field3d):
+    res = field3d.svd(k=2, dim="time")
+    U, S, V = res
+    assert U is res.U and "method='exact'" in repr(res)
+
+
+# ------------------------------------------------------ backends, laziness
+
+
+def test_numpy_and_dask_accessor_identical(sst):
+    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    kw = dict(k=4, dim="time", center=True, weights=w, seed=3)
+    r_np = sst.svd.compressed(**kw)
+    # fewer samples than features: NumPy cuts feature stripes, so chunk the features
+    # (every chunk holding all samples) for the same sketch and bit-for-bit-close results
+    r_da = sst.chunk({"time": -1, "lat": 6}).svd.compressed(**kw)
+    assert r_da.settings["layout"] == r_np.settings["layout"]
+    for a, b in zip(r_np, r_da, strict=True):
+        np.testing.assert_allclose(a.values, b.values, rtol=1e-10, atol=1e-12)
+
+
+def test_compute_false_is_lazy_and_computes_to_the_same(field3d):
+    x = field3d.chunk({"time": 20})
+    with raise_if_dask_computes():
+        res = x.svd.compressed(k=3, dim="time", center=True, seed=0, compute=False)
+        ex = x.svd.exact(k=3, dim="time", center=True, compute=False)
+        rec = res.reconstruct()
+        evr = res.explained_variance_ratio
+    assert all(isinstance(v.data, da.Array) for v in (*res, *ex, rec, evr))
+    eager = field3d.svd.compressed(k=3, dim="time", center=True, seed=0)
+    np.testing.assert_allclose(res.S.values, eager.S.values, rtol=1e-10)
+    np.testing.assert_allclose(ex.S.values, eager.S.values, rtol=1e-8)
+
+
+def test_compute_true_returns_numpy(field3d):
+    res = field3d.chunk({"time": 20}).svd.compressed(k=3, dim="time", seed=0)
+    assert all(isinstance(v.data, np.ndarray) for v in res)
+
+
+def test_tall_skinny_dask_exact_rechunks_itself():
+    a = np.random.default_rng(0).standard_normal((3000, 40))
+    x = xr.DataArray(da.from_array(a, chunks=(500, 10)), dims=("sample", "feature"))
+    res = x.svd.exact(dim="sample")  # chunked in both dims: dask's tsqr alone would refuse
+    np.testing.assert_allclose(res.S.values, np.linalg.svd(a, compute_uv=False), rtol=1e-10)
+
+
+# ------------------------------------------------------- method choice
+
+
+def test_auto_method_choice():
+    assert xsvd.choose_method(100_000, 500, None) == "exact"
+    assert xsvd.choose_method(5_000, 5_000, 10) == "compressed"
+    assert xsvd.choose_method(5_000, 5_000, 2_000) == "exact"
+    with pytest.raises(ValueError, match="pass `k=`"):
+        xsvd.choose_method(5_000, 5_000, None)
+    big = xr.DataArray(da.zeros((2000, 1500), chunks=(500, 1500)), dims=("s", "f"))
+    with pytest.raises(ValueError, match="k="):
+        big.svd()
+    with raise_if_dask_computes():
+        assert big.svd(k=3, compute=False).method == "compressed"
+
+
+# ------------------------------------------------------------- errors
+
+
+def test_clear_errors(field3d):
+    with pytest.raises(ValueError, match="not a dimension.*dim="):
+        field3d.svd(dim="depth")
+    with pytest.raises(ValueError, match="leaves no features"):
+        field3d.svd(dim=["time", "lat", "lon"])
+    with pytest.raises(ValueError, match="between 1 and"):
+        field3d.svd.compressed(k=500, dim="time")
+    with pytest.raises(ValueError, match="only apply to the compressed"):
+        xsvd.svd(field3d, dim="time", method="exact", seed=1)
+    with pytest.raises(TypeError, match="numeric"):
+        xr.DataArray(np.array([["a", "b"], ["c", "d"]]), dims=("x", "y")).svd()
+    with pytest.raises(TypeError, match="Dataset"):
+        xsvd.svd(field3d.to_dataset(), k=2)
+    with pytest.raises(ValueError, match="2 dimensions"):
+        xr.DataArray(np.ones(5), dims="x").svd()
+    with pytest.raises(ValueError, match="method"):
+        field3d.svd(method="fast")
+
+
+def test_input_is_never_modified(sst):
+    before = sst.copy(deep=True)
+    sst.svd(k=3, dim="time", center=True, weights=np.sqrt(np.cos(np.deg2rad(sst.lat))))
+    sst.svd.compressed(k=3, dim="time", center=True, seed=0)
+    xr.testing.assert_identical(sst, before)
+
+
+def test_dask_input_is_not_computed_while_building(field3d):
+    x = field3d.chunk({"time": 20})
+    with raise_if_dask_computes():
+        x.svd(k=2, dim="time", compute=False)
+    assert dask.is_dask_collection(x)
