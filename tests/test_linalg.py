@@ -82,7 +82,7 @@ def test_exact_dask_short_wide(rng):
 
 
 SPECTRA = {
-    "fast": 0.5 ** np.arange(60),  # sigma_11 / sigma_1 ~ 5e-4: unnormalized power iterations lose it
+    "fast": 0.5 ** np.arange(60),  # sigma_11 / sigma_1 ~ 5e-4
     "slow": 1.0 / np.sqrt(np.arange(1, 61)),
     "flat_tail": np.r_[np.linspace(10, 3, 10), np.full(50, 1.0)],
 }
