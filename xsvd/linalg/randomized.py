@@ -201,12 +201,12 @@ def _plan(a):
 def _run_rows(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
     """Stripes are blocks of samples; the thin side is the features."""
     meta, meta1, meta0, metab = _metas(xp)
-    W_d = None
+    w = ex.put(w)  # one copy in the graph, shared by the small tasks
     mean = None
     for p in range(q + 1):
         first = p == 0
         DW = ex.call(_scale_rows, W, w, ctype)
-        stripes = ex.stripes(after=W_d)
+        stripes = ex.stripes(after=None if first else W)
         # the mean is known after the first pass: later passes center each
         # sub-block as it is multiplied (no cancellation in the products)
         shift = None if (first or not center) else ex.call(_as_dtype, mean, ctype)
@@ -239,7 +239,6 @@ def _run_rows(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
         )
         if p < q:
             W = ex.call(_orth, Z)
-            W_d = W
     M, thin, S = ex.call(_finalize, Z, G, k, ctype, nout=3)
     U_parts = ex.map(_rows_scores, Yraw, c, M, nout=1)
     U = ex.concat(U_parts, [(s, k) for s in ex.sizes], np.float64, axis=0, meta=meta)
@@ -247,7 +246,7 @@ def _run_rows(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
     S = ex.array(S, (k,), np.float64, meta=meta1)
     mean = None if not center else ex.array(mean, (n,), np.float64, meta=meta1)
     total_ss = ex.array(total_ss, (), np.float64, meta=meta0)
-    nan_mask = None if not fill_nan else ex.array(nan_mask, (n,), bool, meta=meta1)
+    nan_mask = None if not fill_nan else ex.array(nan_mask, (n,), bool, meta=metab)
     return U, V, S, mean, total_ss, nan_mask
 
 
@@ -369,11 +368,10 @@ def _run_cols(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
         None if w is None else w[o : o + s] for o, s in zip(ex.offsets, ex.sizes, strict=True)
     ]
     off = [int(o) for o in ex.offsets]
-    W_d = None
     for p in range(q + 1):
         first = p == 0
         Wext = ex.call(_append_ones, W, ctype)
-        stripes = ex.stripes(after=W_d)
+        stripes = ex.stripes(after=None if first else W)
         out = ex.map(
             _kernel_cols,
             stripes,
@@ -392,7 +390,6 @@ def _run_cols(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
         G = ex.sum(Gp)
         if p < q:
             W = ex.call(_orth, Z)
-            W_d = W
     M, thin, S = ex.call(_finalize, Z, G, k, ctype, nout=3)
     V_parts = ex.map(_cols_loadings, Yc, M, nout=1)
     V = ex.concat(V_parts, [(s, k) for s in ex.sizes], np.float64, axis=0, meta=meta)

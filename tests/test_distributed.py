@@ -1,0 +1,49 @@
+"""The Dask graphs run unchanged on a multi-process dask.distributed cluster."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xsvd import datasets
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c
+
+
+def test_same_results_as_threaded_scheduler(client):
+    import dask
+
+    sst = datasets.climate_field(n_time=96, n_lat=12, n_lon=24, seed=3)
+    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    gt = datasets.genotypes(3000, 150, seed=3, chunks=1000)
+    cases = [
+        (sst.chunk({"time": 24}), dict(dim="time", center=True, weights=w)),
+        (sst.chunk({"time": -1, "lat": 4}), dict(dim="time", center=True, weights=w)),
+        (gt, dict(dim="samples", center=True)),
+    ]
+    for obj, kw in cases:
+        dist = obj.svd.compressed(k=4, seed=0, **kw)  # the client is the default scheduler
+        with dask.config.set(scheduler="threads"):
+            local = obj.svd.compressed(k=4, seed=0, **kw)
+        for a, b in zip(dist, local, strict=True):
+            np.testing.assert_allclose(a.values, b.values, rtol=1e-10, atol=1e-12)
+    ex = sst.chunk({"time": 24}).svd.exact(dim="time", k=3, center=True)
+    np.testing.assert_allclose(ex.S.values, sst.svd.exact(dim="time", k=3, center=True).S.values)
+
+
+def test_partial_nan_error_travels_back_from_workers(client):
+    sst = datasets.climate_field(n_time=48, n_lat=12, n_lon=24, seed=3).copy()
+    sst.values[3, 6, 10] = np.nan
+    with pytest.raises(ValueError, match=r"lat=.*fillna"):
+        sst.chunk({"time": 12}).svd.compressed(k=2, dim="time", seed=0)
