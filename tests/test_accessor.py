@@ -263,7 +263,7 @@ def test_clear_errors(field3d):
         field3d.svd(dim=["time", "lat", "lon"])
     with pytest.raises(ValueError, match="between 1 and"):
         field3d.svd.compressed(k=500, dim="time")
-    with pytest.raises(ValueError, match="only apply to the compressed"):
+    with pytest.raises(ValueError, match="seed only applies to the compressed"):
         xsvd.svd(field3d, dim="time", method="exact", seed=1)
     with pytest.raises(TypeError, match="numeric"):
         xr.DataArray(np.array([["a", "b"], ["c", "d"]]), dims=("x", "y")).svd()
@@ -287,3 +287,46 @@ def test_dask_input_is_not_computed_while_building(field3d):
     with raise_if_dask_computes():
         x.svd(k=2, dim="time", compute=False)
     assert dask.is_dask_collection(x)
+
+
+def test_lazy_result_compute_and_persist(field3d):
+    x = field3d.chunk({"time": 20})
+    lazy = x.svd.compressed(k=3, dim="time", center=True, seed=0, compute=False)
+    done = lazy.compute()
+    assert all(isinstance(v.data, np.ndarray) for v in done)
+    assert isinstance(done.mean.data, np.ndarray)
+    kept = lazy.persist()
+    assert all(isinstance(v.data, da.Array) for v in kept)
+    np.testing.assert_allclose(kept.S.values, done.S.values)
+    xr.testing.assert_allclose(done.reconstruct(), lazy.reconstruct().compute())
+
+
+def test_reconstruct_with_fewer_components(field3d):
+    res = field3d.svd.exact(dim="time", center=True, k=5)
+    small = field3d.svd.exact(dim="time", center=True, k=2)
+    xr.testing.assert_allclose(res.reconstruct(k=2), small.reconstruct())
+    with pytest.raises(ValueError, match="between 1 and 5"):
+        res.reconstruct(k=6)
+
+
+def test_project_nan_outside_the_mask_raises_for_numpy_and_dask(sst):
+    res = sst.svd(k=2, dim="time", center=True)
+    bad = sst.isel(time=slice(0, 10)).copy()
+    ocean = np.argwhere(~np.isnan(bad.values[0]))[0]
+    bad.values[3, ocean[0], ocean[1]] = np.nan
+    for obj in (bad, bad.chunk({"time": 5})):
+        with pytest.raises(ValueError, match="not all-NaN"):
+            res.project(obj).compute()
+
+
+def test_datetime_coordinates_are_readable_in_nan_errors(sst):
+    bad = sst.copy()
+    bad.values[5, 10, 20] = np.nan  # an ocean cell, now NaN at one time only
+    with pytest.raises(ValueError, match=r"time=2000-"):
+        bad.svd(dim=("lat", "lon"), k=2)
+
+
+def test_results_are_float64_for_both_solvers(field3d):
+    x = field3d.astype("float32")
+    for res in (x.svd.exact(dim="time", k=2), x.svd.compressed(dim="time", k=2, seed=0)):
+        assert {v.dtype for v in res} == {np.dtype("float64")}

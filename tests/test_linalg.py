@@ -173,24 +173,46 @@ def test_seed_makes_results_reproducible(rng):
     assert not np.allclose(r1.S, r3.S)
 
 
+@pytest.mark.parametrize("compute", [False, True])
 @pytest.mark.parametrize("q", [0, 1, 3])
-@pytest.mark.parametrize("chunks", [(100, 150), (1000, 50)])
-def test_each_chunk_is_read_q_plus_1_times(q, chunks):
+@pytest.mark.parametrize("chunks", [(100, 150), (1000, 50), (250, 50)])
+def test_each_chunk_is_read_q_plus_1_times(q, chunks, compute):
     data = np.random.default_rng(0).integers(0, 3, (1000, 150), dtype=np.uint8)
     src = CountingArray(data)
     x = da.from_array(src, chunks=chunks, asarray=False)
-    d = randomized_svd(x, 5, n_power_iter=q, center=True, seed=0)
+    d = randomized_svd(x, 5, n_power_iter=q, center=True, seed=0, compute=compute)
     dask.compute(d.U, d.S, d.V, d.mean, d.total_ss)
     assert len(src.reads) == x.npartitions
     assert set(src.reads.values()) == {q + 1}, src.reads
+    # the other executor on the same chunks (same sketch orientation) agrees to rounding
+    other = randomized_svd(
+        da.from_array(data, chunks=chunks),
+        5,
+        n_power_iter=q,
+        center=True,
+        seed=0,
+        compute=not compute,
+    )
+    np.testing.assert_allclose(np.asarray(d.S), dask.compute(other.S)[0], rtol=1e-6)
+
+
+def test_computed_pass_by_pass_rereads_even_through_a_rechunk_in_the_input_graph():
+    data = np.random.default_rng(0).integers(0, 3, (1200, 400), dtype=np.uint8)
+    src = CountingArray(data)
+    x = da.from_array(src, chunks=(100, 100), asarray=False).rechunk((300, -1))
+    d = randomized_svd(x, 4, n_power_iter=2, seed=0, compute=True)
+    assert isinstance(d.S, np.ndarray)
+    assert set(src.reads.values()) == {3}
+    # each rechunked stripe merges 3 x 4 source chunks: at most two stripes in flight
+    assert len(src.reads) == 48 and src.max_live <= 24
 
 
 def test_streaming_holds_few_chunks_at_once():
     data = np.random.default_rng(0).integers(0, 3, (4000, 60), dtype=np.uint8)
     src = CountingArray(data)
     x = da.from_array(src, chunks=(100, 60), asarray=False)  # 40 chunks
-    d = randomized_svd(x, 5, n_power_iter=2, seed=0)
     with dask.config.set(scheduler="threads", num_workers=2):
+        d = randomized_svd(x, 5, n_power_iter=2, seed=0)
         dask.compute(d.U, d.S, d.V)
     assert sum(src.reads.values()) == 3 * 40
     assert src.max_live <= 8, src.max_live  # never the whole input (40 chunks)

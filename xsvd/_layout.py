@@ -252,6 +252,8 @@ class FeatureLocator:
 
 
 def _fmt(value: Any) -> str:
+    if isinstance(value, np.datetime64 | np.timedelta64):
+        return str(value)
     if isinstance(value, np.generic):
         value = value.item()
     return repr(value) if isinstance(value, str) else str(value)

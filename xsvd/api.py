@@ -239,9 +239,10 @@ def _run(
     if method == "exact":
         given = [name for name, v in compressed_only.items() if v is not None]
         if given:
+            verb, pron = ("applies", "it") if len(given) == 1 else ("apply", "them")
             raise ValueError(
-                f"{', '.join(given)} only apply to the compressed SVD, but the exact SVD "
-                "was chosen. Drop them or pass `method='compressed'`."
+                f"{', '.join(given)} only {verb} to the compressed SVD, but the exact SVD "
+                f"was chosen. Drop {pron} or pass `method='compressed'`."
             )
         d = exact_svd(a, k, center=center, weights=w, describe=layout.describe_features())
     else:
@@ -255,20 +256,7 @@ def _run(
             seed=seed,
             dtype=dtype,
             describe=layout.describe_features(),
+            compute=compute,
         )
-    if compute and _backend.is_dask(d.S):
-        d = _compute(d)
-    return SVDResult(d, layout, center=center, weights=w)
-
-
-def _compute(d):
-    """Compute every lazy part of a decomposition in one go (one graph)."""
-    import dask
-
-    names = ("U", "S", "V", "mean", "total_ss", "nan_features")
-    values = [getattr(d, name) for name in names]
-    lazy = [i for i, v in enumerate(values) if _backend.is_dask(v)]
-    done = dask.compute(*[values[i] for i in lazy])
-    for i, v in zip(lazy, done, strict=True):
-        values[i] = v
-    return type(d)(*values, method=d.method, settings=d.settings)
+    result = SVDResult(d, layout, center=center, weights=w)
+    return result.compute() if compute else result

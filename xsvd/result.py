@@ -87,6 +87,18 @@ class SVDResult:
             f"center={self.center}, weighted={self._weights is not None}>"
         )
 
+    # ------------------------------------------------------------ dask
+    def compute(self, **kwargs) -> SVDResult:
+        """A computed copy of a lazy result (all parts in one Dask computation)."""
+        return self._with(_dask_apply("compute", self._d, **kwargs))
+
+    def persist(self, **kwargs) -> SVDResult:
+        """A copy whose lazy parts are computed and kept in (cluster) memory."""
+        return self._with(_dask_apply("persist", self._d, **kwargs))
+
+    def _with(self, d: Decomposition) -> SVDResult:
+        return SVDResult(d, self._layout, center=self.center, weights=self._weights)
+
     # ------------------------------------------------------------- derived
     @property
     def mean(self) -> xr.DataArray | None:
@@ -115,14 +127,24 @@ class SVDResult:
         return out
 
     # ------------------------------------------------------------ rebuild
-    def reconstruct(self) -> xr.DataArray:
+    def reconstruct(self, k: int | None = None) -> xr.DataArray:
         """The rank-k approximation, labeled like the input.
 
         Weights and centering are undone: features with weight 0 come back as
         NaN (their values cannot be recovered), all-NaN features as NaN.
+
+        Parameters
+        ----------
+        k : int, optional
+            Use only the first ``k`` components (default: all that were computed).
         """
         d = self._d
-        X = (d.U * d.S) @ d.V.T
+        kmax = d.S.shape[0]
+        if k is None:
+            k = kmax
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= kmax:
+            raise ValueError(f"k must be an integer between 1 and {kmax}, got {k!r}.")
+        X = (d.U[:, :k] * d.S[:k]) @ d.V[:, :k].T
         if self._weights is not None:
             w = self._weights
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -186,6 +208,22 @@ class SVDResult:
         return ds
 
 
+_PARTS = ("U", "S", "V", "mean", "total_ss", "nan_features")
+
+
+def _dask_apply(how: str, d: Decomposition, **kwargs) -> Decomposition:
+    """``dask.compute`` or ``dask.persist`` every lazy part of a decomposition at once."""
+    import dataclasses
+
+    lazy = {name: getattr(d, name) for name in _PARTS if _backend.is_dask(getattr(d, name))}
+    if not lazy:
+        return d
+    import dask
+
+    done = getattr(dask, how)(*lazy.values(), **kwargs)
+    return dataclasses.replace(d, **dict(zip(lazy, done, strict=True)))
+
+
 def _attr(v: Any):
     if isinstance(v, bool | np.bool_):
         return int(v)
@@ -220,13 +258,17 @@ def _fill_rows(V, mask):
 
 
 def _fill_masked_features(X, mask):
-    """Zero the features that were all-NaN in the decomposed data; other NaN stay."""
+    """Zero the features that were all-NaN in the decomposed data; other NaN raise."""
     if _backend.is_dask(X) or _backend.is_dask(mask):
         import dask.array as da
 
-        return da.where(mask[None, :], 0, X)
+        return da.map_blocks(_zero_masked, X, mask[None, :], dtype=X.dtype)
+    return _zero_masked(X, mask[None, :])
+
+
+def _zero_masked(X, mask):
     xp = _backend.namespace(X)
-    out = xp.where(mask[None, :], 0, X)
+    out = xp.where(mask, 0, X)
     if xp.isnan(out).any():
         raise ValueError(
             "The new data have NaN at features that were not all-NaN in the decomposed "

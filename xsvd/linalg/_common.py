@@ -68,9 +68,10 @@ def check_nan_counts(counts, n_samples: int, *, offset: int = 0, describe: Descr
         raise MissingValueError(
             f"The data has NaN at some but not all samples of {idx.size} feature(s): "
             f"{where}. Features that are NaN at every sample (e.g. land in an ocean "
-            "field) are handled, but other NaN are not. Fill them first (e.g. "
-            "`da.fillna(0)` or `da.interpolate_na(...)`), or drop those features "
-            "(e.g. `da.dropna(dim, how='any')` over the feature dimension)."
+            "field) are handled, but other NaN are not. Fill them first, e.g. "
+            "`da.fillna(da.mean(dim))` (which leaves all-NaN features NaN) or "
+            "`da.interpolate_na(dim)`, or drop the samples or features that hold them "
+            "with `da.dropna(...)`."
         )
     return counts == n_samples
 

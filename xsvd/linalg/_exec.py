@@ -1,18 +1,32 @@
-"""Run the solver's passes eagerly (NumPy/CuPy) or as a Dask graph.
+"""Run the solver's passes eagerly (NumPy/CuPy) or with Dask.
 
 The randomized solver is written once against this small interface:
-``stripes`` (the data cut into stripes that each hold the whole "thin"
-dimension), ``map`` (call a kernel on every stripe), ``sum`` (add up the
-per-stripe partial results), ``call`` (a small computation on reduced
-results) and ``array``/``concat`` (turn results into arrays of the input's
-kind). The eager executor does all of that at once; the lazy one builds a
-Dask graph, so the same code runs on the threaded scheduler and under
-``dask.distributed`` (no shared memory between tasks is assumed).
 
-The lazy executor re-reads the input in every pass: each pass reads a fresh
-copy of the input's graph that is bound to the previous pass's result
-(``dask.graph_manipulation.bind``), so chunks are produced, used and
-released pass by pass instead of being held in memory for later passes.
+- ``stripes(after)``: the data cut into *stripes* that each hold the whole
+  thin dimension, each given as the list of its blocks along that dimension
+  (kernels merge them a sub-block at a time, so no stripe-sized copy and no
+  dask rechunk is ever made);
+- ``map`` (a kernel on every stripe), ``sum`` (tree-add per-stripe partial
+  results), ``call`` (small math on reduced results);
+- ``checkpoint`` at the end of each pass (what the next pass needs);
+- ``array``/``concat`` (turn results into arrays of the input's kind).
+
+Three executors:
+
+``Eager``
+    In-memory NumPy/CuPy: everything runs at once, the data are one stripe.
+``Lazy``
+    One Dask graph for all passes (``compute=False``). Each pass reads a copy
+    of the input's graph bound to the previous pass's result
+    (``dask.graph_manipulation.bind``), so chunks are read again instead of
+    held. Dask cannot re-create every graph this way (a rechunk inside the
+    input's own graph is shared between the copies), so for such inputs the
+    scheduler may hold chunks until the last pass.
+``Stepwise``
+    Dask, computed pass by pass (``compute=True``): a pass is one
+    ``dask.compute`` of small results only, so every pass reads the chunks
+    afresh whatever the input's graph, and nothing of the data outlives its
+    pass. Runs the same on the threaded scheduler and dask.distributed.
 """
 
 from __future__ import annotations
@@ -41,13 +55,10 @@ class Eager:
         return obj
 
     def stripes(self, after=None) -> list:
-        return [self.a]
+        return [[self.a]]
 
     def map(self, fn, stripes, *args, nout: int, per_stripe=()):
-        out = []
-        for i, s in enumerate(stripes):
-            extra = tuple(p[i] for p in per_stripe)
-            out.append(fn(s, *extra, *args))
+        out = [fn(s, *(p[i] for p in per_stripe), *args) for i, s in enumerate(stripes)]
         return _unzip(out, nout)
 
     def call(self, fn, *args, nout: int | None = None):
@@ -55,6 +66,9 @@ class Eager:
 
     def sum(self, parts):
         return functools.reduce(operator.add, parts)
+
+    def checkpoint(self, obj):
+        return obj
 
     def array(self, obj, shape, dtype, meta=None):
         return obj
@@ -68,7 +82,7 @@ class Eager:
 
 
 class Lazy:
-    """A Dask graph: one task per stripe and pass, tree reductions, small tasks."""
+    """All passes as one Dask graph: one task per stripe and pass, tree reductions."""
 
     lazy = True
 
@@ -76,7 +90,7 @@ class Lazy:
         self.a = a
         self.axis = axis
         self.sizes = list(a.chunks[axis])
-        self.offsets = list(np.cumsum([0, *self.sizes[:-1]]))
+        self.offsets = [int(o) for o in np.cumsum([0, *self.sizes[:-1]])]
         self.split_every = split_every
 
     def put(self, obj):
@@ -86,22 +100,25 @@ class Lazy:
             return obj
         return dask.delayed(obj, pure=True)
 
+    def _blocks(self, x) -> list:
+        blocks = x.to_delayed(optimize_graph=False)
+        if self.axis == 1:
+            blocks = blocks.T
+        return [list(row) for row in blocks]
+
     def stripes(self, after=None) -> list:
         x = self.a
         if after is not None:
             from dask.graph_manipulation import bind
 
             x = bind(x, after)
-        return list(x.to_delayed(optimize_graph=False).ravel())
+        return self._blocks(x)
 
     def map(self, fn, stripes, *args, nout: int, per_stripe=()):
         import dask
 
         f = dask.delayed(_SingleThreadedBlas(fn), nout=nout if nout > 1 else None, pure=True)
-        out = []
-        for i, s in enumerate(stripes):
-            extra = tuple(p[i] for p in per_stripe)
-            out.append(f(s, *extra, *args))
+        out = [f(s, *(p[i] for p in per_stripe), *args) for i, s in enumerate(stripes)]
         return _unzip(out, nout)
 
     def call(self, fn, *args, nout: int | None = None):
@@ -121,6 +138,9 @@ class Lazy:
             ]
         return parts[0]
 
+    def checkpoint(self, obj):
+        return obj
+
     def array(self, obj, shape, dtype, meta=None):
         import dask.array as da
 
@@ -134,6 +154,57 @@ class Lazy:
             for p, s in zip(parts, shapes, strict=True)
         ]
         return arrays[0] if len(arrays) == 1 else da.concatenate(arrays, axis=axis)
+
+
+class Stepwise(Lazy):
+    """Dask computed pass by pass; small math on concrete results runs eagerly."""
+
+    def __init__(self, a, axis: int, split_every: int = 8, progress=None):
+        super().__init__(a, axis, split_every)
+        self.progress = progress
+        self.passes_done = 0
+
+    def put(self, obj):
+        return obj
+
+    def stripes(self, after=None) -> list:
+        return self._blocks(self.a)  # a fresh read of every chunk in each pass
+
+    def call(self, fn, *args, nout: int | None = None):
+        import dask
+
+        if any(dask.is_dask_collection(a) for a in args):
+            return super().call(fn, *args, nout=nout)
+        return fn(*args)
+
+    def map(self, fn, stripes, *args, nout: int, per_stripe=()):
+        import dask
+
+        if any(dask.is_dask_collection(b) for s in stripes for b in s):
+            return super().map(fn, stripes, *args, nout=nout, per_stripe=per_stripe)
+        return Eager.map(self, fn, stripes, *args, nout=nout, per_stripe=per_stripe)
+
+    def sum(self, parts):
+        import dask
+
+        if any(dask.is_dask_collection(p) for p in parts):
+            return super().sum(parts)
+        return functools.reduce(operator.add, parts)
+
+    def checkpoint(self, obj):
+        import dask
+
+        self.passes_done += 1
+        if self.progress is not None:
+            self.progress.start_pass(self.passes_done)
+        (out,) = dask.compute(obj)
+        return out
+
+    def array(self, obj, shape, dtype, meta=None):
+        return obj
+
+    def concat(self, parts, shapes, dtype, axis: int, meta=None):
+        return Eager.concat(self, parts, shapes, dtype, axis, meta)
 
 
 def _sum_all(*parts: Any):

@@ -58,7 +58,8 @@ def exact_svd(
 
     Notes
     -----
-    Integer data are decomposed in float64, float32 data in float32.
+    Integer data are decomposed in float64, float32 data in float32; results
+    are float64.
     For Dask input the result is lazy; the short dimension is put in one
     chunk and each block made at least as tall as it is wide.
 
@@ -82,7 +83,9 @@ def exact_svd(
         xp = _backend.namespace(B)
         U, S, Vt = xp.linalg.svd(B, full_matrices=False)
         V = Vt.T
-    total_ss = (S.astype(np.float64) ** 2).sum()
+    # float64 results whatever the input, as from the compressed solver
+    U, S, V = (x.astype(np.float64) for x in (U, S, V))
+    total_ss = (S**2).sum()
     if k is not None:
         U, S, V = U[:, :k], S[:k], V[:, :k]
     U, V = fix_signs(U, V)

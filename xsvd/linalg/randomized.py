@@ -53,7 +53,7 @@ from ._common import (
     nan_rows,
     validate_k,
 )
-from ._exec import Eager, Lazy
+from ._exec import Eager, Lazy, Stepwise
 
 __all__ = ["randomized_svd", "DEFAULT_N_POWER_ITER", "DEFAULT_N_OVERSAMPLES"]
 
@@ -75,6 +75,7 @@ def randomized_svd(
     seed: int | None = None,
     dtype=None,
     describe: Describe | None = None,
+    compute: bool = False,
 ) -> Decomposition:
     """Rank-``k`` randomized SVD of ``B = (A - mean) * weights``.
 
@@ -82,7 +83,7 @@ def randomized_svd(
     ----------
     a : array (m, n)
         NumPy, CuPy or Dask array, samples along rows, features along columns.
-        Dask arrays stay lazy: the result is a set of Dask arrays.
+        Dask arrays give lazy results unless ``compute=True``.
     k : int
         Number of components.
     center : bool
@@ -100,6 +101,11 @@ def randomized_svd(
         float64 and everything else is computed in float32.
     describe : callable, optional
         Turns flat feature indices into a readable location for error messages.
+    compute : bool
+        Dask input only. False: one lazy graph for all passes. True: computed
+        pass by pass (each pass one ``dask.compute`` of small results), which
+        guarantees each chunk is read afresh per pass and held by no later
+        pass, whatever the input's own graph.
 
     Returns
     -------
@@ -139,7 +145,7 @@ def randomized_svd(
         raise ValueError(f"n_oversamples must be an integer >= 0, got {n_oversamples!r}.")
     ctype = _backend.compute_dtype(a.dtype, dtype)
     xp = _backend.namespace(a)
-    layout, ex = _plan(a)
+    layout, ex = _plan(a, compute)
     nc = n if layout == "rows" else m
     l = min(k + n_oversamples, m, n)
     w = None if weights is None else np.asarray(_backend.to_numpy(weights), dtype=np.float64)
@@ -173,13 +179,14 @@ def randomized_svd(
 # --------------------------------------------------------------------------- plan
 
 
-def _plan(a):
+def _plan(a, compute: bool):
     """Choose the stripe layout and the executor.
 
     In memory: the thin side is the shorter dimension. Dask: stripes follow
     the chunks (a dimension already in one chunk is the thin side); when both
-    dimensions are chunked, the shorter one is merged into single chunks (a
-    rechunk that reads every chunk once).
+    dimensions are chunked, the shorter one is the thin side and each stripe
+    is the list of its blocks, merged by the kernel a sub-block at a time (no
+    rechunk: a rechunk in the graph would defeat re-reading per pass).
     """
     m, n = a.shape
     if not _backend.is_dask(a):
@@ -191,8 +198,8 @@ def _plan(a):
         layout = "cols"
     else:
         layout = "rows" if n <= m else "cols"
-        a = a.rechunk({1: -1} if layout == "rows" else {0: -1})
-    return layout, Lazy(a, 0 if layout == "rows" else 1)
+    axis = 0 if layout == "rows" else 1
+    return layout, (Stepwise(a, axis) if compute else Lazy(a, axis))
 
 
 # ------------------------------------------------------------ "rows" layout (C = B)
@@ -239,6 +246,11 @@ def _run_rows(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
         )
         if p < q:
             W = ex.call(_orth, Z)
+            W, mean, total_ss, nan_mask = ex.checkpoint((W, mean, total_ss, nan_mask))
+        else:
+            Z, G, c, mean, total_ss, nan_mask, Yraw = ex.checkpoint(
+                (Z, G, c, mean, total_ss, nan_mask, Yraw)
+            )
     M, thin, S = ex.call(_finalize, Z, G, k, ctype, nout=3)
     U_parts = ex.map(_rows_scores, Yraw, c, M, nout=1)
     U = ex.concat(U_parts, [(s, k) for s in ex.sizes], np.float64, axis=0, meta=meta)
@@ -271,15 +283,42 @@ def _as_dtype(x, dtype):
     return x.astype(dtype)
 
 
-def _kernel_rows(blk, DW, shift, first, fill_nan):
+def _stripe_sub(blocks, axis: int, start: int, stop: int, ctype):
+    """Float sub-block ``[start:stop]`` along ``axis`` of a stripe given as blocks.
+
+    ``axis=0``: rows ``start:stop`` of blocks laid side by side (a sample
+    stripe); ``axis=1``: columns ``start:stop`` of blocks stacked vertically (a
+    feature stripe). A single block gives a view or a converted copy; several
+    blocks are merged into one small buffer (never the whole stripe).
+    """
+    if len(blocks) == 1:
+        b = blocks[0]
+        return (b[start:stop] if axis == 0 else b[:, start:stop]).astype(ctype, copy=False)
+    xp = _backend.namespace(blocks[0])
+    if axis == 0:
+        out = xp.empty((stop - start, sum(b.shape[1] for b in blocks)), dtype=ctype)
+        pos = 0
+        for b in blocks:
+            out[:, pos : pos + b.shape[1]] = b[start:stop]
+            pos += b.shape[1]
+    else:
+        out = xp.empty((sum(b.shape[0] for b in blocks), stop - start), dtype=ctype)
+        pos = 0
+        for b in blocks:
+            out[pos : pos + b.shape[0]] = b[:, start:stop]
+            pos += b.shape[0]
+    return out
+
+
+def _kernel_rows(blocks, DW, shift, first, fill_nan):
     """One read of a sample stripe: ``Y_i = C_i DW`` and ``C_i^T [Y_i, 1]``.
 
     ``shift`` (the feature means, when known) is subtracted from each
     sub-block before it is multiplied.
     """
-    xp = _backend.namespace(blk)
+    xp = _backend.namespace(blocks[0])
     ctype = DW.dtype
-    mi, n = blk.shape
+    mi, n = blocks[0].shape[0], DW.shape[0]
     l = DW.shape[1]
     Y = xp.empty((mi, l), dtype=ctype)
     P = xp.zeros((n, l + 1), dtype=np.float64)
@@ -289,7 +328,7 @@ def _kernel_rows(blk, DW, shift, first, fill_nan):
     nancnt = xp.zeros((n,), dtype=np.int64) if (first and fill_nan) else None
     ext = xp.ones((min(mi, max(64, _SUB_BLOCK_ELEMENTS // max(n, 1))), l + 1), dtype=ctype)
     for r0, r1 in _sub_blocks(mi, n):
-        sub = blk[r0:r1].astype(ctype, copy=False)
+        sub = _stripe_sub(blocks, 0, r0, r1, ctype)
         if fill_nan:
             sub, cnt = _fill(xp, sub, axis=0)
             if nancnt is not None:
@@ -390,6 +429,9 @@ def _run_cols(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
         G = ex.sum(Gp)
         if p < q:
             W = ex.call(_orth, Z)
+            W, means, sss, nans = ex.checkpoint((W, means, sss, nans))
+        else:
+            Z, G, Yc, means, sss, nans = ex.checkpoint((Z, G, Yc, means, sss, nans))
     M, thin, S = ex.call(_finalize, Z, G, k, ctype, nout=3)
     V_parts = ex.map(_cols_loadings, Yc, M, nout=1)
     V = ex.concat(V_parts, [(s, k) for s in ex.sizes], np.float64, axis=0, meta=meta)
@@ -412,7 +454,7 @@ def _sum_scalars(*xs):
     return sum(xs)
 
 
-def _kernel_cols(blk, w, offset, Wext, center, first, fill_nan, describe):
+def _kernel_cols(blocks, w, offset, Wext, center, first, fill_nan, describe):
     """One read of a feature stripe ``A_j`` (m x n_j), i.e. rows of ``C = B^T``.
 
     Every feature has all its samples here, so its mean is exact and local:
@@ -420,9 +462,9 @@ def _kernel_cols(blk, w, offset, Wext, center, first, fill_nan, describe):
     and centering enters as rank-one corrections (measured to lose nothing
     here: the mean direction is not in the iterates).
     """
-    xp = _backend.namespace(blk)
+    xp = _backend.namespace(blocks[0])
     ctype = Wext.dtype
-    m, nj = blk.shape
+    m, nj = Wext.shape[0], blocks[0].shape[1]
     l = Wext.shape[1] - 1
     wsum = Wext[:, :l].astype(np.float64).sum(axis=0)
     Yc = xp.empty((nj, l), dtype=ctype)
@@ -433,7 +475,7 @@ def _kernel_cols(blk, w, offset, Wext, center, first, fill_nan, describe):
     nan_mask = xp.zeros((nj,), dtype=bool) if (first and fill_nan) else None
     ss = 0.0
     for c0, c1 in _sub_blocks(nj, m):
-        sub = blk[:, c0:c1].astype(ctype, copy=False)
+        sub = _stripe_sub(blocks, 1, c0, c1, ctype)
         if fill_nan:
             sub, cnt = _fill(xp, sub, axis=0)
             if nan_mask is not None:
