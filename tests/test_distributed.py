@@ -49,3 +49,40 @@ def test_partial_nan_error_travels_back_from_workers(client):
     sst.values[3, 6, 10] = np.nan
     with pytest.raises(ValueError, match=r"lat=.*fillna"):
         sst.chunk({"time": 12}).svd.compressed(k=2, dim="time", seed=0)
+
+
+def test_a_worker_dying_mid_run_is_retried_and_the_result_is_right(client, tmp_path):
+    import os
+
+    import dask.array as da
+    import xarray as xr
+
+    marker = str(tmp_path / "died-once")
+    data = np.random.default_rng(0).integers(0, 3, (4000, 120), dtype=np.uint8)
+
+    def load(block, block_info=None):
+        # the first time chunk 2 is read in a worker process, that process dies
+        if block_info[0]["chunk-location"][0] == 2 and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)
+        return block
+
+    x = da.from_array(data, chunks=(1000, 120)).map_blocks(load, dtype=np.uint8)
+    gt = xr.DataArray(x, dims=("variants", "samples"))
+    kw = dict(k=3, dim="samples", center=True, seed=0, dtype="float64", n_power_iter=2)
+    res = gt.svd.compressed(**kw)
+    assert os.path.exists(marker)  # a worker did die
+    ref = xr.DataArray(data, dims=("variants", "samples")).chunk({"variants": 1000})
+    import dask
+
+    with dask.config.set(scheduler="threads"):
+        want = ref.svd.compressed(**kw)
+    for a, b in zip(res, want, strict=True):
+        np.testing.assert_allclose(a.values, b.values, rtol=1e-10, atol=1e-12)
+
+
+def test_progress_with_a_client_shows_each_pass(client, capsys):
+    gt = datasets.genotypes(3000, 60, seed=1, chunks=1000)
+    gt.svd.compressed(k=2, dim="samples", seed=0, n_power_iter=1, progress=True)
+    out = capsys.readouterr().out
+    assert "xsvd: pass 1/2" in out and "xsvd: pass 2/2" in out

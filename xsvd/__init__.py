@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from . import datasets
 from .accessor import SVDAccessor, register
 from .api import choose_method, compressed, exact, svd
+from .io import StoreReadError, open_result, open_zarr
 from .linalg import MissingValueError
 from .result import SVDResult
 
@@ -31,6 +32,9 @@ __all__ = [
     "SVDResult",
     "SVDAccessor",
     "MissingValueError",
+    "open_zarr",
+    "open_result",
+    "StoreReadError",
     "datasets",
     "__version__",
 ]

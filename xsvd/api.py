@@ -13,6 +13,7 @@ import xarray as xr
 
 from . import _backend
 from ._layout import Layout
+from ._progress import Progress
 from .linalg import (
     DEFAULT_N_OVERSAMPLES,
     DEFAULT_N_POWER_ITER,
@@ -72,6 +73,7 @@ def svd(
     center: bool = False,
     weights: xr.DataArray | None = None,
     compute: bool = True,
+    progress: bool = False,
     n_power_iter: int | None = None,
     n_oversamples: int | None = None,
     seed: int | None = None,
@@ -101,6 +103,10 @@ def svd(
     compute : bool
         True (default): return computed results. False: Dask inputs give lazy
         results (nothing is computed until asked).
+    progress : bool
+        Show progress while computing Dask data: a progress bar per pass over
+        the data with the local schedulers, distributed's progress bar with a
+        ``dask.distributed`` client.
     n_power_iter, n_oversamples, seed, dtype
         Compressed solver only; see :func:`compressed`.
 
@@ -127,6 +133,7 @@ def svd(
         center=center,
         weights=weights,
         compute=compute,
+        progress=progress,
         n_power_iter=n_power_iter,
         n_oversamples=n_oversamples,
         seed=seed,
@@ -142,6 +149,7 @@ def exact(
     center: bool = False,
     weights: xr.DataArray | None = None,
     compute: bool = True,
+    progress: bool = False,
 ) -> SVDResult:
     """Exact SVD (LAPACK in memory, tall-skinny QR for Dask), optionally truncated to ``k``.
 
@@ -155,7 +163,16 @@ def exact(
     >>> S.sizes["component"]
     60
     """
-    return _run(obj, k, method="exact", dim=dim, center=center, weights=weights, compute=compute)
+    return _run(
+        obj,
+        k,
+        method="exact",
+        dim=dim,
+        center=center,
+        weights=weights,
+        compute=compute,
+        progress=progress,
+    )
 
 
 def compressed(
@@ -166,6 +183,7 @@ def compressed(
     center: bool = False,
     weights: xr.DataArray | None = None,
     compute: bool = True,
+    progress: bool = False,
     n_power_iter: int | None = None,
     n_oversamples: int | None = None,
     seed: int | None = None,
@@ -186,7 +204,7 @@ def compressed(
     dtype : {None, "float32", "float64"}
         Precision of the products with the data. Default: float64 data in
         float64; integer and float32 data in float32.
-    obj, dim, center, weights, compute
+    obj, dim, center, weights, compute, progress
         See :func:`svd`.
 
     Examples
@@ -205,6 +223,7 @@ def compressed(
         center=center,
         weights=weights,
         compute=compute,
+        progress=progress,
         n_power_iter=n_power_iter,
         n_oversamples=n_oversamples,
         seed=seed,
@@ -221,6 +240,7 @@ def _run(
     center,
     weights,
     compute,
+    progress=False,
     n_power_iter=None,
     n_oversamples=None,
     seed=None,
@@ -246,17 +266,20 @@ def _run(
             )
         d = exact_svd(a, k, center=center, weights=w, describe=layout.describe_features())
     else:
+        q = DEFAULT_N_POWER_ITER if n_power_iter is None else n_power_iter
+        show = Progress(total_passes=q + 1) if progress and _backend.is_dask(a) else None
         d = randomized_svd(
             a,
             k,
             center=center,
             weights=w,
-            n_power_iter=DEFAULT_N_POWER_ITER if n_power_iter is None else n_power_iter,
+            n_power_iter=q,
             n_oversamples=DEFAULT_N_OVERSAMPLES if n_oversamples is None else n_oversamples,
             seed=seed,
             dtype=dtype,
             describe=layout.describe_features(),
             compute=compute,
+            progress=show,
         )
     result = SVDResult(d, layout, center=center, weights=w)
-    return result.compute() if compute else result
+    return result.compute(progress=progress) if compute else result

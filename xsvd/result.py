@@ -88,8 +88,22 @@ class SVDResult:
         )
 
     # ------------------------------------------------------------ dask
-    def compute(self, **kwargs) -> SVDResult:
-        """A computed copy of a lazy result (all parts in one Dask computation)."""
+    def compute(self, *, progress: bool = False, **kwargs) -> SVDResult:
+        """A computed copy of a lazy result (all parts in one Dask computation).
+
+        ``progress=True`` shows a progress bar (distributed's with a client);
+        other keywords go to ``dask.compute``.
+        """
+        if progress and not kwargs:
+            from ._progress import Progress
+
+            lazy = _lazy_parts(self._d)
+            if lazy:
+                import dataclasses
+
+                done = Progress().compute(lazy)
+                return self._with(dataclasses.replace(self._d, **done))
+            return self
         return self._with(_dask_apply("compute", self._d, **kwargs))
 
     def persist(self, **kwargs) -> SVDResult:
@@ -191,6 +205,18 @@ class SVDResult:
         return L.label_new_samples(scores, sample_dims, shape, coords, "scores")
 
     # -------------------------------------------------------------- export
+    def to_zarr(self, path, *, mode: str = "w-") -> None:
+        """Save U, S, V, coordinates, attrs and the solver settings to a Zarr store.
+
+        Reopen with :func:`xsvd.open_result`. Local writes are atomic: the store
+        is written under a temporary name and renamed into place, so a failure
+        leaves no partial store. An existing path is only replaced with
+        ``mode="w"``. Needs ``pip install "xsvd[io]"``.
+        """
+        from .io import result_dataset, write_result
+
+        write_result(result_dataset(self), path, mode=mode)
+
     def to_dataset(self) -> xr.Dataset:
         """U, S, V (and the mean and explained variance) as one Dataset, for saving."""
         data = {"U": self.U, "S": self.S, "V": self.V}
@@ -211,11 +237,15 @@ class SVDResult:
 _PARTS = ("U", "S", "V", "mean", "total_ss", "nan_features")
 
 
+def _lazy_parts(d: Decomposition) -> dict:
+    return {name: getattr(d, name) for name in _PARTS if _backend.is_dask(getattr(d, name))}
+
+
 def _dask_apply(how: str, d: Decomposition, **kwargs) -> Decomposition:
     """``dask.compute`` or ``dask.persist`` every lazy part of a decomposition at once."""
     import dataclasses
 
-    lazy = {name: getattr(d, name) for name in _PARTS if _backend.is_dask(getattr(d, name))}
+    lazy = _lazy_parts(d)
     if not lazy:
         return d
     import dask

@@ -26,7 +26,9 @@ Three executors:
     Dask, computed pass by pass (``compute=True``): a pass is one
     ``dask.compute`` of small results only, so every pass reads the chunks
     afresh whatever the input's graph, and nothing of the data outlives its
-    pass. Runs the same on the threaded scheduler and dask.distributed.
+    pass. Runs the same on the threaded scheduler and dask.distributed. An
+    optional ``progress`` object (with ``compute(obj, step)``) computes each
+    pass while showing progress.
 """
 
 from __future__ import annotations
@@ -196,7 +198,7 @@ class Stepwise(Lazy):
 
         self.passes_done += 1
         if self.progress is not None:
-            self.progress.start_pass(self.passes_done)
+            return self.progress.compute(obj, step=self.passes_done)
         (out,) = dask.compute(obj)
         return out
 

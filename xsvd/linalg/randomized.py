@@ -76,6 +76,7 @@ def randomized_svd(
     dtype=None,
     describe: Describe | None = None,
     compute: bool = False,
+    progress=None,
 ) -> Decomposition:
     """Rank-``k`` randomized SVD of ``B = (A - mean) * weights``.
 
@@ -106,6 +107,9 @@ def randomized_svd(
         pass by pass (each pass one ``dask.compute`` of small results), which
         guarantees each chunk is read afresh per pass and held by no later
         pass, whatever the input's own graph.
+    progress : object, optional
+        With ``compute=True``: an object whose ``compute(obj, step)`` computes
+        each pass while showing progress (see ``xsvd._progress.Progress``).
 
     Returns
     -------
@@ -145,7 +149,7 @@ def randomized_svd(
         raise ValueError(f"n_oversamples must be an integer >= 0, got {n_oversamples!r}.")
     ctype = _backend.compute_dtype(a.dtype, dtype)
     xp = _backend.namespace(a)
-    layout, ex = _plan(a, compute)
+    layout, ex = _plan(a, compute, progress)
     nc = n if layout == "rows" else m
     l = min(k + n_oversamples, m, n)
     w = None if weights is None else np.asarray(_backend.to_numpy(weights), dtype=np.float64)
@@ -179,7 +183,7 @@ def randomized_svd(
 # --------------------------------------------------------------------------- plan
 
 
-def _plan(a, compute: bool):
+def _plan(a, compute: bool, progress=None):
     """Choose the stripe layout and the executor.
 
     In memory: the thin side is the shorter dimension. Dask: stripes follow
@@ -199,7 +203,7 @@ def _plan(a, compute: bool):
     else:
         layout = "rows" if n <= m else "cols"
     axis = 0 if layout == "rows" else 1
-    return layout, (Stepwise(a, axis) if compute else Lazy(a, axis))
+    return layout, (Stepwise(a, axis, progress=progress) if compute else Lazy(a, axis))
 
 
 # ------------------------------------------------------------ "rows" layout (C = B)
