@@ -293,3 +293,16 @@ def test_core_never_imports_xarray_or_pint():
         "assert d.S.shape == (3,)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_chunk_size_warnings(monkeypatch):
+    import xsvd.linalg.randomized as R
+
+    x = da.zeros((4000, 300), chunks=(1000, 300), dtype=np.uint8)
+    monkeypatch.setattr(R, "LARGE_STRIPE_BYTES", 100_000)
+    with pytest.warns(UserWarning, match="smaller chunks along that dimension"):
+        randomized_svd(x, 2, seed=0)
+    monkeypatch.setattr(R, "LARGE_STRIPE_BYTES", 2**40)
+    tiny = da.zeros((20_000, 10), chunks=(1, 10))
+    with pytest.warns(UserWarning, match="scheduling will cost more"):
+        randomized_svd(tiny, 2, seed=0)

@@ -83,8 +83,21 @@ class Eager:
         return namespace(parts[0]).concatenate(parts, axis=axis)
 
 
+class _Stripes(list):
+    """Stripes of a Dask array: per stripe, the keys of its blocks; plus the array."""
+
+    def __init__(self, keys, collection):
+        super().__init__(keys)
+        self.collection = collection
+
+
 class Lazy:
-    """All passes as one Dask graph: one task per stripe and pass, tree reductions."""
+    """All passes as one Dask graph: one task per stripe and pass, tree reductions.
+
+    Graph layers are built directly (one layer per step, O(number of chunks)),
+    not through one ``dask.delayed`` call per stripe, which would re-optimize
+    the whole input graph for every stripe.
+    """
 
     lazy = True
 
@@ -102,11 +115,13 @@ class Lazy:
             return obj
         return dask.delayed(obj, pure=True)
 
-    def _blocks(self, x) -> list:
-        blocks = x.to_delayed(optimize_graph=False)
-        if self.axis == 1:
-            blocks = blocks.T
-        return [list(row) for row in blocks]
+    def _stripes_of(self, x) -> _Stripes:
+        nb0, nb1 = x.numblocks
+        if self.axis == 0:
+            keys = [[(x.name, i, j) for j in range(nb1)] for i in range(nb0)]
+        else:
+            keys = [[(x.name, i, j) for i in range(nb0)] for j in range(nb1)]
+        return _Stripes(keys, x)
 
     def stripes(self, after=None) -> list:
         x = self.a
@@ -114,14 +129,33 @@ class Lazy:
             from dask.graph_manipulation import bind
 
             x = bind(x, after)
-        return self._blocks(x)
+        return self._stripes_of(x)
 
     def map(self, fn, stripes, *args, nout: int, per_stripe=()):
-        import dask
+        """``fn`` on every stripe (blocks of the data) or every per-stripe result."""
+        from dask.base import tokenize
 
-        f = dask.delayed(_SingleThreadedBlas(fn), nout=nout if nout > 1 else None, pure=True)
-        out = [f(s, *(p[i] for p in per_stripe), *args) for i, s in enumerate(stripes)]
-        return _unzip(out, nout)
+        if isinstance(stripes, _Stripes):  # blocks of the data: a list of keys each
+            items = [list(keys) for keys in stripes]
+            sources = [stripes.collection]
+        else:  # per-stripe results of an earlier step (Delayed)
+            items = [d.key for d in stripes]
+            sources = list(stripes)
+        token = tokenize(fn.__name__, items, args, per_stripe)
+        name = f"xsvd-{fn.__name__.strip('_')}-{token}"
+        kernel = _SingleThreadedBlas(fn)
+        refs = [_ref(a) for a in args]
+        dsk = {}
+        for i, item in enumerate(items):
+            extra = [p[i] for p in per_stripe]
+            dsk[(name, i)] = (kernel, item, *extra, *refs)
+            for j in range(nout if nout > 1 else 0):
+                dsk[(f"{name}-{j}", i)] = (operator.getitem, (name, i), j)
+        graph = _graph(name, dsk, [*sources, *args])
+        n = len(items)
+        if nout == 1:
+            return [_delayed((name, i), graph, name) for i in range(n)]
+        return [[_delayed((f"{name}-{j}", i), graph, name) for i in range(n)] for j in range(nout)]
 
     def call(self, fn, *args, nout: int | None = None):
         import dask
@@ -129,16 +163,23 @@ class Lazy:
         return dask.delayed(fn, nout=nout, pure=True)(*args)
 
     def sum(self, parts):
-        import dask
+        from dask.base import tokenize
 
         parts = list(parts)
-        add = dask.delayed(_sum_all, pure=True)
-        while len(parts) > 1:
-            parts = [
-                add(*parts[i : i + self.split_every])
-                for i in range(0, len(parts), self.split_every)
-            ]
-        return parts[0]
+        if len(parts) == 1:
+            return parts[0]
+        name = f"xsvd-sum-{tokenize([p.key for p in parts])}"
+        dsk = {}
+        level = [p.key for p in parts]
+        depth = 0
+        while len(level) > 1:
+            nxt = []
+            for g in range(0, len(level), self.split_every):
+                key = (name, depth, g // self.split_every)
+                dsk[key] = (_sum_all, *level[g : g + self.split_every])
+                nxt.append(key)
+            level, depth = nxt, depth + 1
+        return _delayed(level[0], _graph(name, dsk, parts), name)
 
     def checkpoint(self, obj):
         return obj
@@ -150,12 +191,46 @@ class Lazy:
 
     def concat(self, parts, shapes, dtype, axis: int, meta=None):
         import dask.array as da
+        from dask.base import tokenize
 
-        arrays = [
-            da.from_delayed(p, shape=s, dtype=dtype, meta=meta)
-            for p, s in zip(parts, shapes, strict=True)
-        ]
-        return arrays[0] if len(arrays) == 1 else da.concatenate(arrays, axis=axis)
+        if len(parts) == 1:
+            return da.from_delayed(parts[0], shape=shapes[0], dtype=dtype, meta=meta)
+        name = f"xsvd-concat-{tokenize([p.key for p in parts])}"
+        ndim = len(shapes[0])
+        dsk = {}
+        for i, p in enumerate(parts):
+            index = tuple(i if d == axis else 0 for d in range(ndim))
+            dsk[(name, *index)] = p.key
+        chunks = tuple(
+            tuple(s[d] for s in shapes) if d == axis else (shapes[0][d],) for d in range(ndim)
+        )
+        return da.Array(_graph(name, dsk, parts), name, chunks, dtype=dtype, meta=meta)
+
+
+def _ref(arg):
+    """A task argument: the key of a Delayed, the value itself otherwise."""
+    from dask.delayed import Delayed
+
+    return arg.key if isinstance(arg, Delayed) else arg
+
+
+def _graph(name: str, dsk: dict, dependencies: list):
+    """A HighLevelGraph of layer ``dsk`` on top of the graphs of ``dependencies``."""
+    import dask
+    from dask.highlevelgraph import HighLevelGraph
+
+    seen, deps = set(), []
+    for d in dependencies:
+        if dask.is_dask_collection(d) and id(d.__dask_graph__()) not in seen:
+            seen.add(id(d.__dask_graph__()))
+            deps.append(d)
+    return HighLevelGraph.from_collections(name, dsk, dependencies=deps)
+
+
+def _delayed(key, graph, layer: str):
+    from dask.delayed import Delayed
+
+    return Delayed(key, graph, layer=layer)
 
 
 class Stepwise(Lazy):
@@ -170,7 +245,7 @@ class Stepwise(Lazy):
         return obj
 
     def stripes(self, after=None) -> list:
-        return self._blocks(self.a)  # a fresh read of every chunk in each pass
+        return self._stripes_of(self.a)  # computed pass by pass: a fresh read each time
 
     def call(self, fn, *args, nout: int | None = None):
         import dask
@@ -182,7 +257,8 @@ class Stepwise(Lazy):
     def map(self, fn, stripes, *args, nout: int, per_stripe=()):
         import dask
 
-        if any(dask.is_dask_collection(b) for s in stripes for b in s):
+        lazy = isinstance(stripes, _Stripes) or any(dask.is_dask_collection(s) for s in stripes)
+        if lazy:
             return super().map(fn, stripes, *args, nout=nout, per_stripe=per_stripe)
         return Eager.map(self, fn, stripes, *args, nout=nout, per_stripe=per_stripe)
 
@@ -245,23 +321,23 @@ class _SingleThreadedBlas:
 _blas_lock = threading.Lock()
 _blas_users = 0
 _blas_limiter = None
+_blas_controller = None
 
 
 @contextmanager
 def blas_single_thread():
     """Process-wide, reference-counted one-thread BLAS limit for worker threads."""
-    global _blas_users, _blas_limiter
+    global _blas_users, _blas_limiter, _blas_controller
     if threading.current_thread() is threading.main_thread():
         yield
         return
     with _blas_lock:
         if _blas_users == 0:
-            try:
-                from threadpoolctl import threadpool_limits
-            except ImportError:  # pragma: no cover - threadpoolctl is a dependency
-                _blas_limiter = None
-            else:
-                _blas_limiter = threadpool_limits(limits=1, user_api="blas")
+            if _blas_controller is None:  # inspecting the loaded libraries is slow: once
+                from threadpoolctl import ThreadpoolController
+
+                _blas_controller = ThreadpoolController()
+            _blas_limiter = _blas_controller.limit(limits=1, user_api="blas")
         _blas_users += 1
     try:
         yield

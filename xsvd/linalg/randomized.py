@@ -203,7 +203,43 @@ def _plan(a, compute: bool, progress=None):
     else:
         layout = "rows" if n <= m else "cols"
     axis = 0 if layout == "rows" else 1
+    _check_chunk_sizes(a, axis)
     return layout, (Stepwise(a, axis, progress=progress) if compute else Lazy(a, axis))
+
+
+#: A stripe (one chunk along the cut dimension, the other dimension whole)
+#: above this size makes every worker thread hold that much: warn.
+LARGE_STRIPE_BYTES = 2 * 2**30
+#: Chunks below this size, when there are very many, cost more in scheduling than in reading.
+SMALL_CHUNK_BYTES = 2**20
+
+
+def _check_chunk_sizes(a, axis: int) -> None:
+    """Warn, with what to do, about chunks too large or too small for streaming."""
+    other = 1 - axis
+    itemsize = a.dtype.itemsize
+    stripe = max(a.chunks[axis]) * a.shape[other] * itemsize
+    if stripe > LARGE_STRIPE_BYTES:
+        fit = max(1, int(LARGE_STRIPE_BYTES // 4 // (a.shape[other] * itemsize)))
+        warnings.warn(
+            f"Each stripe of the data read at once holds {stripe / 2**30:.1f} GiB "
+            f"({max(a.chunks[axis])} x {a.shape[other]} {a.dtype}), and every worker "
+            "thread holds one. For streaming with bounded memory, use smaller chunks "
+            f"along that dimension (about {fit} rows of the matrix), e.g. when opening "
+            "with `xsvd.open_zarr(..., chunks=...)` or with `.chunk(...)`.",
+            UserWarning,
+            stacklevel=4,
+        )
+    mean_chunk = a.nbytes / max(a.npartitions, 1)
+    if a.npartitions > 10_000 and mean_chunk < SMALL_CHUNK_BYTES:
+        warnings.warn(
+            f"The data have {a.npartitions} chunks of {mean_chunk / 2**10:.0f} KiB on "
+            "average: scheduling will cost more than reading. Open Zarr stores with "
+            "`xsvd.open_zarr(...)`, which merges small storage chunks on read, or "
+            "rechunk the source to chunks of tens of MiB.",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 # ------------------------------------------------------------ "rows" layout (C = B)
