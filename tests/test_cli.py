@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+import pytest
+
+import xsvd
 from xsvd.cli import main
 
 
@@ -24,3 +28,66 @@ def test_bad_arguments_give_a_one_line_error(capsys):
     assert main(["demo", "--k", "0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("xsvd: error:") and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------ xsvd run
+
+
+@pytest.fixture
+def sst_store(tmp_path):
+    path = tmp_path / "sst.zarr"
+    xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24, seed=4).to_dataset().to_zarr(path)
+    return path
+
+
+def test_run_writes_a_result_store(sst_store, tmp_path, capsys):
+    out = tmp_path / "eofs.zarr"
+    argv = ["run", str(sst_store), "--var", "sst", "--dim", "time", "--k", "3", "--center"]
+    assert main([*argv, "--method", "compressed", "--seed", "2", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "method: compressed (k=3" in text and str(out) in text
+    res = xsvd.open_result(out)
+    assert res.V.dims == ("component", "lat", "lon") and res.settings["seed"] == 2
+    ref = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24, seed=4)
+    want = ref.svd.compressed(k=3, dim="time", center=True, seed=2)
+    np.testing.assert_allclose(res.S.values, want.S.values, rtol=1e-10)
+
+
+def test_run_progress(sst_store, tmp_path, capsys):
+    out = tmp_path / "p.zarr"
+    argv = ["run", str(sst_store), "--dim", "time", "--k", "2", "--method", "compressed"]
+    assert main([*argv, "--n-power-iter", "1", "--progress", "--out", str(out)]) == 0
+    assert "xsvd: pass 2/2" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "{tmp}/missing.zarr", "--dim", "time", "--k", "2"], "does not exist"),
+        (["run", "{store}", "--var", "tos", "--dim", "time", "--k", "2"], "no variable 'tos'"),
+        (["run", "{store}", "--dim", "depth", "--k", "2"], "'depth' is not a dimension"),
+        (["run", "{store}", "--dim", "time", "--k", "500", "--method", "compressed"], "k=500"),
+        (["run", "{store}", "--dim", "time", "--k", "2", "--out", "{store}"], "already exists"),
+    ],
+)
+def test_run_bad_input_is_one_line_no_traceback_no_output(
+    args, message, sst_store, tmp_path, capsys
+):
+    argv = [a.format(tmp=tmp_path, store=sst_store) for a in args]
+    if "--out" not in argv:
+        argv += ["--out", str(tmp_path / "out.zarr")]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("xsvd: error:") and err.count("\n") == 1 and message in err
+    assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no partial output
+
+
+def test_run_non_numeric_data(tmp_path, capsys):
+    import xarray as xr
+
+    path = tmp_path / "s.zarr"
+    xr.Dataset({"s": (("a", "b"), np.array([["x", "y"], ["z", "w"]], dtype=object))}).to_zarr(path)
+    assert main(["run", str(path), "--dim", "a", "--out", str(tmp_path / "o.zarr")]) == 2
+    assert "numeric" in capsys.readouterr().err

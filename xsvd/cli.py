@@ -3,6 +3,11 @@
 ``xsvd demo`` runs a compressed SVD on each embedded dataset (a genotype
 matrix with population structure, on Dask; a climate field with a land mask,
 on NumPy) and prints what a user would want to see.
+
+``xsvd run STORE --var NAME --dim DIM --k K --out OUT`` decomposes a variable
+of a Zarr store (or netCDF file) and writes U, S and V with their labels to a
+new Zarr store. Errors a user can cause end in one line that says what to do,
+a non-zero exit status, and no partial output.
 """
 
 from __future__ import annotations
@@ -65,6 +70,67 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+class UsageError(Exception):
+    """A problem with the command's input, reported as one line."""
+
+
+def _open(path: str, var: str | None):
+    import os
+
+    import xarray as xr
+
+    import xsvd
+
+    remote = "://" in path
+    if not remote and not os.path.exists(path):
+        raise UsageError(f"{path!r} does not exist; give the path of a Zarr store or netCDF file.")
+    if path.rstrip("/").endswith(".zarr") or remote or os.path.isdir(path):
+        return xsvd.open_zarr(path, var)
+    try:
+        ds = xr.open_dataset(path, chunks={})
+    except Exception as exc:  # unknown format, missing netCDF engine, ...
+        raise UsageError(
+            f"could not open {path!r} as netCDF ({type(exc).__name__}: {exc}); give a Zarr store "
+            "or a netCDF file (netCDF4 files need `pip install h5netcdf`)."
+        ) from exc
+    if var is None:
+        if len(ds.data_vars) != 1:
+            raise UsageError(f"{path!r} holds {list(ds.data_vars)}; choose one with --var.")
+        var = next(iter(ds.data_vars))
+    if var not in ds.data_vars:
+        raise UsageError(f"{path!r} has no variable {var!r}; it holds {list(ds.data_vars)}.")
+    return ds[var]
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    import os
+
+    import xsvd
+
+    if os.path.exists(args.out) and not args.overwrite:
+        raise UsageError(f"{args.out!r} already exists; choose another --out or add --overwrite.")
+    data = _open(args.store, args.var)
+    dims = [d for part in args.dim for d in part.split(",") if d]
+    missing = [d for d in dims if d not in data.dims]
+    if missing:
+        raise UsageError(
+            f"{missing[0]!r} is not a dimension of {data.name!r}; its dimensions are "
+            f"{list(data.dims)}."
+        )
+    options = dict(dim=dims, center=args.center, progress=args.progress)
+    if args.method != "exact":
+        for name in ("n_power_iter", "seed"):
+            if getattr(args, name) is not None:
+                options[name] = getattr(args, name)
+    t0 = time.perf_counter()
+    res = xsvd.svd(data, args.k, method=args.method, **options)
+    seconds = time.perf_counter() - t0
+    res.to_zarr(args.out, mode="w" if args.overwrite else "w-")
+    _describe_result(res, seconds, sys.stdout)
+    print(f"   wrote U, S, V to {args.out} (reopen with xsvd.open_result)", file=sys.stdout)
+    return 0
+
+
 def _describe_input(da, out) -> None:
     backend = "dask" if da.chunks is not None else "numpy"
     shape = " x ".join(f"{d}={n}" for d, n in da.sizes.items())
@@ -99,6 +165,30 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--variants", type=int, default=40_000, help="genotype variants")
     demo.add_argument("--samples", type=int, default=600, help="genotype samples")
     demo.set_defaults(func=_demo)
+
+    run = sub.add_parser(
+        "run",
+        help="decompose a variable of a Zarr store or netCDF file",
+        description="Decompose a variable of a Zarr store or netCDF file and write U, S, V "
+        "(with coordinates and settings) to a new Zarr store.",
+    )
+    run.add_argument("store", help="Zarr store (path or URL) or netCDF file")
+    run.add_argument("--var", help="variable to decompose (default: the only one)")
+    run.add_argument(
+        "--dim",
+        action="append",
+        required=True,
+        help="sample dimension(s), the rows of the matrix; repeat or comma-separate",
+    )
+    run.add_argument("--k", type=int, help="number of components (required when compressed)")
+    run.add_argument("--center", action="store_true", help="remove each feature's mean")
+    run.add_argument("--method", choices=("auto", "exact", "compressed"), default="auto")
+    run.add_argument("--n-power-iter", type=int, help="power iterations (compressed)")
+    run.add_argument("--seed", type=int, help="random seed (compressed)")
+    run.add_argument("--progress", action="store_true", help="show progress per pass")
+    run.add_argument("--out", required=True, help="output Zarr store (must not exist)")
+    run.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    run.set_defaults(func=_run_command)
     return parser
 
 
@@ -107,8 +197,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, TypeError) as exc:
-        print(f"xsvd: error: {exc}", file=sys.stderr)
+    except (UsageError, ValueError, TypeError, OSError, ImportError) as exc:
+        message = " ".join(str(exc).split())  # one line
+        print(f"xsvd: error: {message}", file=sys.stderr)
         return 2
 
 
