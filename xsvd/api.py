@@ -1,4 +1,4 @@
-"""One pipeline behind every entry point: validate -> layout -> solve -> labels.
+"""One pipeline behind every entry point: validate -> layout -> units off -> solve -> labels.
 
 ``xsvd.svd``, ``xsvd.exact``, ``xsvd.compressed`` and the ``DataArray.svd``
 accessor all end up in :func:`_run`.
@@ -11,7 +11,7 @@ from typing import Literal
 
 import xarray as xr
 
-from . import _backend
+from . import _backend, _units
 from ._layout import Layout
 from ._progress import Progress
 from .linalg import (
@@ -87,7 +87,8 @@ def svd(
     Parameters
     ----------
     obj : xarray.DataArray
-        NumPy-, CuPy- or Dask-backed data.
+        NumPy-, CuPy- or Dask-backed data, optionally quantified with pint
+        (``S``, ``mean`` and ``reconstruct()`` then carry units).
     k : int, optional
         Number of components. Required when the compressed solver runs.
     dim : str or sequence of str, optional
@@ -100,6 +101,7 @@ def svd(
     weights : xarray.DataArray, optional
         Broadcast against the feature dimensions; multiplies the (centered)
         data, e.g. ``np.sqrt(np.cos(np.deg2rad(da.lat)))`` for area weighting.
+        Quantified weights multiply their units into ``S``.
     compute : bool
         True (default): return computed results. False: Dask inputs give lazy
         results (nothing is computed until asked).
@@ -247,6 +249,10 @@ def _run(
     dtype=None,
 ) -> SVDResult:
     layout = Layout.from_dataarray(obj, dim)
+    # units off: pint-quantified data and weights become their magnitudes
+    obj, weights, units = _units.strip(obj, weights)
+    if units is not None and units.coords:  # coordinates were quantified too
+        layout = Layout.from_dataarray(obj, dim)
     _backend.compute_dtype(obj.dtype)  # raises a clear error for non-numeric data
     a = layout.to_matrix(obj)
     w = layout.weights_vector(weights)
@@ -281,5 +287,5 @@ def _run(
             compute=compute,
             progress=show,
         )
-    result = SVDResult(d, layout, center=center, weights=w)
+    result = SVDResult(d, layout, center=center, weights=w, units=units)
     return result.compute(progress=progress) if compute else result

@@ -251,6 +251,9 @@ def result_dataset(result) -> xr.Dataset:
         "xsvd_sample_dims": json.dumps([str(d_) for d_ in L.sample_dims]),
         "xsvd_input_attrs": json.dumps(_jsonable(L.attrs)),
     }
+    data_units = result._unit("data")
+    if data_units is not None:  # pint-quantified input: kept as a units attribute
+        ds.attrs["xsvd_data_units"] = str(data_units)
     return ds
 
 
@@ -273,7 +276,8 @@ def open_result(path: str | os.PathLike, *, storage_options: dict | None = None)
 
     Returns an :class:`~xsvd.SVDResult` with the same U, S, V, coordinates,
     attrs and settings, which can ``reconstruct()`` and ``project()`` as the
-    original could.
+    original could. Pint units of a quantified input come back as ``units``
+    attributes (on ``S`` and on ``reconstruct()``), not as quantities.
 
     Examples
     --------
@@ -305,6 +309,9 @@ def open_result(path: str | os.PathLike, *, storage_options: dict | None = None)
     feature_dims = tuple(d for d in dims if d not in sample_dims)
     sizes = {d: ds.sizes[d] for d in dims}
     coords = {k: v.variable for k, v in ds.coords.items() if "component" not in v.dims}
+    attrs = json.loads(ds.attrs["xsvd_input_attrs"])
+    if "xsvd_data_units" in ds.attrs:  # the input was quantified: units as an attribute
+        attrs.setdefault("units", ds.attrs["xsvd_data_units"])
     layout = Layout(
         name=json.loads(ds.attrs["xsvd_name"]),
         dims=dims,
@@ -312,7 +319,7 @@ def open_result(path: str | os.PathLike, *, storage_options: dict | None = None)
         feature_dims=feature_dims,
         sizes=sizes,
         coords=coords,
-        attrs=json.loads(ds.attrs["xsvd_input_attrs"]),
+        attrs=attrs,
     )
     k = ds.sizes["component"]
     U = ds.U.transpose(*sample_dims, "component").values.reshape(-1, k)

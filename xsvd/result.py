@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from . import _backend
+from . import _backend, _units
 from ._layout import COMPONENT, Layout
 from .linalg import Decomposition
 
@@ -19,6 +19,12 @@ class SVDResult:
 
     ``B`` is the data as a (samples x features) matrix, centered and weighted
     as requested. Unpacks as ``U, S, V = res``.
+
+    For pint-quantified data, ``S`` is quantified in the data's units (times
+    the weights' units when they are quantified; ``delta_degC`` for ``degC``
+    data), ``mean`` and ``reconstruct()`` in the data's units; ``U``, ``V``,
+    ``explained_variance_ratio`` and ``project()`` scores are plain
+    (dimensionless).
 
     Attributes
     ----------
@@ -43,11 +49,13 @@ class SVDResult:
         *,
         center: bool,
         weights: np.ndarray | None,
+        units: _units.Units | None = None,
     ):
         d = decomposition
         self._d = d
         self._layout = layout
         self._weights = weights
+        self._units = units
         self.center = center
         self.method = d.method
         self.settings = dict(d.settings, center=center, weighted=weights is not None)
@@ -58,13 +66,14 @@ class SVDResult:
         s_attrs = {"long_name": f"singular values of {name}"}
         if "units" in layout.attrs:
             s_attrs["units"] = layout.attrs["units"]
-        self.S = xr.DataArray(
+        self._S = xr.DataArray(  # plain numbers, for the dimensionless ratios
             d.S,
             dims=(COMPONENT,),
             coords=layout.component_coord(d.S.shape[0]),
             name="S",
             attrs=s_attrs,
         )
+        self.S = _units.quantify(self._S, self._unit("singular"))
         self.V = layout.label_features(
             d.V, "V", {"long_name": f"right singular vectors (feature patterns) of {name}"}
         )
@@ -111,7 +120,13 @@ class SVDResult:
         return self._with(_dask_apply("persist", self._d, **kwargs))
 
     def _with(self, d: Decomposition) -> SVDResult:
-        return SVDResult(d, self._layout, center=self.center, weights=self._weights)
+        return SVDResult(
+            d, self._layout, center=self.center, weights=self._weights, units=self._units
+        )
+
+    def _unit(self, which: str):
+        """Pint units of ``"data"``, ``"singular"`` or ``"variance"``; None when plain."""
+        return None if self._units is None else getattr(self._units, which)
 
     # ------------------------------------------------------------- derived
     @property
@@ -121,12 +136,13 @@ class SVDResult:
         if d.mean is None:
             return None
         mean = d.mean if d.nan_features is None else _nan_where(d.nan_features, d.mean)
-        return self._layout.label_feature_vector(mean, "mean")
+        return _units.quantify(self._layout.label_feature_vector(mean, "mean"), self._unit("data"))
 
     @property
     def total_variance(self) -> xr.DataArray:
         """Sum of squares of the centered, weighted data (``||B||_F^2``)."""
-        return xr.DataArray(self._d.total_ss, name="total_variance")
+        out = xr.DataArray(self._d.total_ss, name="total_variance")
+        return _units.quantify(out, self._unit("variance"))
 
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
@@ -135,7 +151,7 @@ class SVDResult:
         ``S**2 / ||B||_F**2``, so the ratios of all ``min(m, n)`` components of
         an exact SVD add up to 1 (to rounding).
         """
-        out = self.S**2 / self._d.total_ss
+        out = self._S**2 / self._d.total_ss
         out.name = "explained_variance_ratio"
         out.attrs = {"long_name": "fraction of total variance explained", "units": "1"}
         return out
@@ -166,7 +182,11 @@ class SVDResult:
             X = X * _on_backend(inv, X)
         if d.mean is not None:
             X = X + d.mean
-        return self._layout.label_full(X)
+        units = self._unit("data")
+        if units is None:
+            return self._layout.label_full(X)
+        attrs = {k: v for k, v in self._layout.attrs.items() if k != "units"}
+        return _units.quantify(self._layout.label_full(X, attrs), units)
 
     def project(self, other: xr.DataArray) -> xr.DataArray:
         """Component scores of new data with the same features.
@@ -178,7 +198,8 @@ class SVDResult:
         ----------
         other : xarray.DataArray
             Data with the decomposed data's feature dimensions (same sizes and
-            coordinates) and any sample dimensions.
+            coordinates) and any sample dimensions. Quantified when the
+            decomposed data were; converted to their units.
 
         Returns
         -------
@@ -186,6 +207,7 @@ class SVDResult:
             Dims ``(*sample_dims_of_other, "component")``.
         """
         L = self._layout
+        other = _units.magnitude_in(other, self._units)
         X, sample_dims, shape, coords = L.samples_matrix(other)
         d = self._d
         V = d.V
@@ -218,11 +240,14 @@ class SVDResult:
         write_result(result_dataset(self), path, mode=mode)
 
     def to_dataset(self) -> xr.Dataset:
-        """U, S, V (and the mean and explained variance) as one Dataset, for saving."""
-        data = {"U": self.U, "S": self.S, "V": self.V}
+        """U, S, V (and the mean and explained variance) as one Dataset, for saving.
+
+        Pint units become ``units`` attributes (as ``.pint.dequantify()`` does).
+        """
+        data = {"U": self.U, "S": _units.dequantify(self.S), "V": self.V}
         data["explained_variance_ratio"] = self.explained_variance_ratio
         if self.mean is not None:
-            data["mean"] = self.mean
+            data["mean"] = _units.dequantify(self.mean)
         if self._weights is not None:
             data["weights"] = self._layout.label_feature_vector(self._weights, "weights")
         ds = xr.Dataset(data)

@@ -1,0 +1,193 @@
+"""The only place that knows about pint (physical units).
+
+Data quantified with pint (e.g. by pint-xarray's ``da.pint.quantify()``; the
+magnitude a NumPy or Dask array) pass through the pipeline like this:
+
+- *units off*: :func:`strip` replaces the data (and quantified weights) by
+  their magnitudes and records the units in a :class:`Units`; a Dask magnitude
+  stays lazy. The solvers only ever see plain arrays.
+- *units back*: :class:`~xsvd.SVDResult` asks :func:`quantify` to put the
+  units on ``S`` (data units times weights units), ``mean`` and
+  ``reconstruct()`` (data units), and ``total_variance`` (units of ``S**2``).
+  ``U``, ``V``, the explained variance ratio and projection scores are
+  dimensionless and stay plain arrays.
+- Quantified coordinates (pint-xarray's ``PintIndex``) come back as plain
+  coordinates with a ``units`` attribute, which ``.pint.quantify()`` reads.
+
+Offset units (``degC``, ``degF``) cannot be multiplied, and a singular value
+is a magnitude of differences, not a temperature on a scale: ``S`` (and the
+total variance) get the *delta* unit (``delta_degC``), while ``mean`` and
+``reconstruct()`` keep ``degC``.
+
+pint is never imported here at module level, and never by ``import xsvd``:
+quantified data are recognised by the module of their type, and pint is only
+imported once such data have been seen (it is then already loaded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import xarray as xr
+
+__all__ = ["Units", "is_quantity", "strip", "quantify", "dequantify", "magnitude_in"]
+
+
+@dataclass(frozen=True)
+class Units:
+    """Units of a decomposition: pint units, or None where plain numbers.
+
+    ``data`` are the units of the quantified input (of ``mean`` and
+    ``reconstruct()``), None for plain input; ``singular`` the units of ``S``;
+    ``coords`` the names of the input's coordinates that were quantified.
+    """
+
+    data: Any
+    singular: Any
+    coords: tuple = ()
+
+    @property
+    def variance(self) -> Any:
+        """Units of sums of squares (``S**2``)."""
+        return None if self.singular is None else self.singular**2
+
+
+def is_quantity(x: Any) -> bool:
+    """True for a pint Quantity (duck-typed by its module; never imports pint)."""
+    t = type(x)
+    return t.__module__.partition(".")[0] == "pint" and hasattr(x, "magnitude")
+
+
+def _split(x: Any) -> tuple[Any, Any]:
+    """``(plain, units)`` of a DataArray or bare Quantity; units None when not quantified."""
+    if isinstance(x, xr.DataArray):
+        if is_quantity(x.data):
+            q = x.data
+            return x.copy(deep=False, data=q.magnitude), q.units
+        return x, None
+    if is_quantity(x):
+        return x.magnitude, x.units
+    return x, None
+
+
+def _dequantify_coords(obj: xr.DataArray) -> tuple[xr.DataArray, tuple]:
+    """Quantified coordinates as plain ones with a ``units`` attribute, and their names.
+
+    Only the coordinates change (call it once the data are plain).
+    """
+    names = tuple(name for name, c in obj.coords.items() if is_quantity(c.variable.data))
+    if not names:
+        return obj, names
+    try:
+        import pint_xarray  # noqa: F401  (the .pint accessor; it made the PintIndex)
+    except ImportError:  # pragma: no cover - quantified coordinates come from pint-xarray
+        out = obj
+        for name in names:
+            var = obj.coords[name].variable
+            plain = var.copy(deep=False, data=var.data.magnitude)
+            plain.attrs = {**var.attrs, "units": str(var.data.units)}
+            out = out.assign_coords({name: plain})
+        return out, names
+    return obj.pint.dequantify(), names
+
+
+def strip(obj: xr.DataArray, weights: Any) -> tuple[xr.DataArray, Any, Units | None]:
+    """Units off: plain data and weights, and the units to put back (None: no units).
+
+    The data's magnitude keeps its type (a Dask array stays lazy). Quantified
+    coordinates (pint-xarray's) become plain ones with a ``units`` attribute,
+    which is how the results carry them.
+    """
+    plain, data_units = _split(obj)
+    plain, coords = _dequantify_coords(plain)
+    weights, weight_units = _split(weights)
+    if data_units is None and weight_units is None:
+        return plain, weights, (Units(None, None, coords) if coords else None)
+    s_units = _delta(data_units) if data_units is not None else _attr_units(obj, weight_units)
+    if weight_units is not None:
+        s_units = s_units * weight_units
+    return plain, weights, Units(data=data_units, singular=s_units, coords=coords)
+
+
+def _registry(units: Any):
+    return units._REGISTRY
+
+
+def _delta(units: Any) -> Any:
+    """``units`` for differences: ``delta_degC`` for ``degC``, unchanged when multiplicative."""
+    zero = _registry(units).Quantity(0.0, units)
+    return (zero - zero).units
+
+
+def _attr_units(obj: xr.DataArray, weight_units: Any) -> Any:
+    """Units of plain data, from its ``units`` attribute (dimensionless without one)."""
+    reg = _registry(weight_units)
+    text = obj.attrs.get("units")
+    if text is None:
+        return reg.dimensionless
+    import pint
+
+    try:
+        return _delta(reg.parse_units(str(text)))
+    except (pint.PintError, ValueError) as exc:
+        raise ValueError(
+            f"The weights carry units ({weight_units}), so the singular values get units "
+            f"too, but the data's units attribute {text!r} is not a unit pint knows. "
+            "Quantify the data (e.g. `da.pint.quantify('K')`) or pass plain weights."
+        ) from exc
+
+
+def quantify(obj: xr.DataArray, units: Any) -> xr.DataArray:
+    """Put pint ``units`` on a plain DataArray (no-op for None); a Dask array stays lazy."""
+    if units is None:
+        return obj
+    q = _registry(units).Quantity(obj.data, units)
+    out = obj.copy(deep=False, data=q)
+    out.attrs = {k: v for k, v in obj.attrs.items() if k != "units"}
+    return out
+
+
+def dequantify(obj: xr.DataArray) -> xr.DataArray:
+    """The magnitude, with the units as a ``units`` attribute (for saving)."""
+    plain, units = _split(obj)
+    if units is None:
+        return obj
+    plain.attrs = {**obj.attrs, "units": str(units)}
+    return plain
+
+
+def magnitude_in(other: xr.DataArray, units: Units | None) -> xr.DataArray:
+    """New data for ``project``: plain, in the decomposed data's units.
+
+    Quantified new data are converted to the data's units (an error if they
+    cannot be); plain new data are only accepted for plain decomposed data.
+    """
+    data_units = None if units is None else units.data
+    if not isinstance(other, xr.DataArray):
+        return other  # the layout says what it needs
+    plain, other_units = _split(other)
+    plain, _ = _dequantify_coords(plain)
+    if other_units is None:
+        if data_units is not None:
+            raise ValueError(
+                f"The decomposed data are in {data_units} but the new data have no units. "
+                f"Quantify them, e.g. `new.pint.quantify({str(data_units)!r})`."
+            )
+        return plain
+    q = other.data
+    if data_units is None:
+        raise ValueError(
+            f"The new data are in {q.units} but the decomposed data had no (pint) units. "
+            "Project plain data, e.g. `new.pint.dequantify()`, or decompose quantified data."
+        )
+    import pint
+
+    try:
+        mag = q.m_as(str(data_units))  # parsed in the new data's registry
+    except (pint.PintError, ValueError) as exc:
+        raise ValueError(
+            f"Cannot project data in {q.units} onto a decomposition of data in "
+            f"{data_units}: the units are not compatible ({exc})."
+        ) from exc
+    return plain.copy(deep=False, data=mag)
