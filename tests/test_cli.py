@@ -11,8 +11,9 @@ import xsvd
 from xsvd.cli import main
 
 
-def test_demo_reports_shapes_method_variance_and_time(capsys):
-    assert main(["demo", "--variants", "4000", "--samples", "120", "--k", "4"]) == 0
+def test_demo_reports_shapes_method_variance_and_time(capsys, tmp_path):
+    argv = ["demo", "--variants", "4000", "--samples", "120", "--k", "4"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.count("method: compressed (k=4") == 2
     assert "U {'samples': 120, 'component': 4}" in out
@@ -22,6 +23,10 @@ def test_demo_reports_shapes_method_variance_and_time(capsys):
     # the planted climate modes are found: correlations printed as 0.9xx or 1.000
     corr = re.search(r"planted modes: ([\d. ]+)", out).group(1).split()
     assert len(corr) == 3 and min(map(float, corr)) > 0.95
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert pngs == ["climate-components.png", "climate-scree.png", "genotype-scores.png"]
+    assert all((tmp_path / p).stat().st_size > 10_000 for p in pngs)
+    assert all(str(tmp_path / p) in out for p in pngs)  # says where
 
 
 def test_bad_arguments_give_a_one_line_error(capsys):

@@ -27,6 +27,8 @@ def _demo(args: argparse.Namespace) -> int:
     out = sys.stdout
     print(f"xsvd {xsvd.__version__} demo: compressed SVD of two embedded datasets\n", file=out)
 
+    figures = {}
+
     # --- genomics: PCA of a genotype matrix, streamed with Dask ----------------
     gt = datasets.genotypes(
         args.variants, args.samples, n_populations=3, seed=args.seed, chunks=args.variants // 4
@@ -43,6 +45,7 @@ def _demo(args: argparse.Namespace) -> int:
     for pop in means.population.values:
         v = means.sel(population=pop).values
         print(f"     {pop}: {v[0]:+.3f} {v[1]:+.3f}", file=out)
+    figures["genotype-scores.png"] = lambda r=res: r.plot.scores(hue="population").figure
 
     # --- climate: EOFs of an SST-like field with land and area weights ----------
     sst, modes = datasets.climate_field(seed=args.seed, return_modes=True)
@@ -67,7 +70,32 @@ def _demo(args: argparse.Namespace) -> int:
         + " ".join(f"{c:.3f}" for c in corr),
         file=out,
     )
+    figures["climate-scree.png"] = lambda r=res: r.plot.scree().figure
+    figures["climate-components.png"] = lambda r=res: r.plot.components(n=4, col_wrap=2)
+    _save_figures(figures, args.out, out)
     return 0
+
+
+def _save_figures(figures: dict, folder: str, out) -> None:
+    """Write the demo's plots as PNG files (when matplotlib is installed)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # the command only writes files
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print('\nPlots skipped: install matplotlib (pip install "xsvd[plot]").', file=out)
+        return
+    from pathlib import Path
+
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)
+    print("\nPlots:", file=out)
+    for name, draw in figures.items():
+        fig = draw()
+        fig.savefig(path / name, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        print(f"   {path / name}", file=out)
 
 
 class UsageError(Exception):
@@ -164,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.add_argument("--variants", type=int, default=40_000, help="genotype variants")
     demo.add_argument("--samples", type=int, default=600, help="genotype samples")
+    demo.add_argument(
+        "--out", default="xsvd-demo-output", help="folder for the PNG plots (default %(default)s)"
+    )
     demo.set_defaults(func=_demo)
 
     run = sub.add_parser(

@@ -96,6 +96,16 @@ class SVDResult:
             f"center={self.center}, weighted={self._weights is not None}>"
         )
 
+    @property
+    def plot(self):
+        """Plots of this result: ``res.plot.scree()``, ``.components()``, ``.scores()``.
+
+        Needs matplotlib (``pip install "xsvd[plot]"``); see :class:`xsvd.plot.ResultPlotter`.
+        """
+        from .plot import ResultPlotter
+
+        return ResultPlotter(self)
+
     # ------------------------------------------------------------ dask
     def compute(self, *, progress: bool = False, **kwargs) -> SVDResult:
         """A computed copy of a lazy result (all parts in one Dask computation).
