@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -306,3 +307,25 @@ def test_chunk_size_warnings(monkeypatch):
     tiny = da.zeros((20_000, 10), chunks=(1, 10))
     with pytest.warns(UserWarning, match="scheduling will cost more"):
         randomized_svd(tiny, 2, seed=0)
+
+
+@pytest.mark.parametrize("shape", [(3000, 200), (200, 3000)])
+def test_large_numpy_input_runs_as_threaded_views_with_the_same_result(monkeypatch, shape):
+    import xsvd.linalg.randomized as R
+
+    rng = np.random.default_rng(3)
+    a = matrix_with_spectrum(np.r_[9.0, 6, 4, 2, np.full(40, 0.1)], *shape, seed=8)
+    a = a + rng.uniform(0, 3, shape[1])
+    a[:, 7] = np.nan
+    w = rng.uniform(0.5, 2, shape[1])
+    ref = randomized_svd(a, 4, center=True, weights=w, seed=0)
+    monkeypatch.setattr(R, "_THREADED_MIN_BYTES", 0)
+    monkeypatch.setattr(R, "_THREADED_STRIPE_BYTES", 8 * 500 * min(shape))  # ~500-wide views
+    _, ex = R._plan(a, compute=True)
+    assert ex.threads > 1 or (os.cpu_count() or 1) == 1
+    assert len(ex.stripes()) == max(shape) // 500
+    d = randomized_svd(a, 4, center=True, weights=w, seed=0)
+    np.testing.assert_allclose(d.S, ref.S, rtol=1e-10)
+    np.testing.assert_allclose(d.V, ref.V, atol=1e-10)
+    np.testing.assert_allclose(d.mean, ref.mean, rtol=1e-12)
+    assert np.isnan(d.V[7]).all()

@@ -43,24 +43,43 @@ import numpy as np
 
 
 class Eager:
-    """Everything computed at once, the data held as one in-memory stripe."""
+    """Everything computed at once on in-memory data.
+
+    The data are one stripe, or (``threads > 1``) views of ``stripe`` rows or
+    columns each, run on a small thread pool with one BLAS thread per kernel.
+    """
 
     lazy = False
 
-    def __init__(self, a, axis: int):
+    def __init__(self, a, axis: int, threads: int = 1, stripe: int | None = None):
         self.a = a
         self.axis = axis  # 0: stripes are row blocks; 1: column blocks
-        self.sizes = [a.shape[axis]]
-        self.offsets = [0]
+        self.threads = threads
+        length = a.shape[axis]
+        step = length if stripe is None else stripe
+        self.offsets = list(range(0, length, step))
+        self.sizes = [min(step, length - o) for o in self.offsets]
 
     def put(self, obj):
         return obj
 
     def stripes(self, after=None) -> list:
-        return [[self.a]]
+        if len(self.offsets) == 1:
+            return [[self.a]]
+        if self.axis == 0:
+            return [[self.a[o : o + s]] for o, s in zip(self.offsets, self.sizes, strict=True)]
+        return [[self.a[:, o : o + s]] for o, s in zip(self.offsets, self.sizes, strict=True)]
 
     def map(self, fn, stripes, *args, nout: int, per_stripe=()):
-        out = [fn(s, *(p[i] for p in per_stripe), *args) for i, s in enumerate(stripes)]
+        calls = [(s, *(p[i] for p in per_stripe), *args) for i, s in enumerate(stripes)]
+        if self.threads > 1 and len(calls) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            kernel = _SingleThreadedBlas(fn)
+            with ThreadPoolExecutor(min(self.threads, len(calls))) as pool:
+                out = list(pool.map(lambda c: kernel(*c), calls))
+        else:
+            out = [fn(*c) for c in calls]
         return _unzip(out, nout)
 
     def call(self, fn, *args, nout: int | None = None):
@@ -235,6 +254,8 @@ def _delayed(key, graph, layer: str):
 
 class Stepwise(Lazy):
     """Dask computed pass by pass; small math on concrete results runs eagerly."""
+
+    threads = 1  # for the eager small steps (Eager.map)
 
     def __init__(self, a, axis: int, split_every: int = 8, progress=None):
         super().__init__(a, axis, split_every)

@@ -38,6 +38,7 @@ sums, Gram matrices and the small factorizations are float64.
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -62,6 +63,10 @@ DEFAULT_N_OVERSAMPLES = 10
 
 # Elements of a float sub-block multiplied at once inside a stripe (4 MiB in float32).
 _SUB_BLOCK_ELEMENTS = 1 << 20
+# In-memory NumPy data at least this large run as views of about this size on
+# a small local thread pool.
+_THREADED_MIN_BYTES = 64 * 2**20
+_THREADED_STRIPE_BYTES = 64 * 2**20
 
 
 def randomized_svd(
@@ -195,7 +200,14 @@ def _plan(a, compute: bool, progress=None):
     m, n = a.shape
     if not _backend.is_dask(a):
         layout = "rows" if n <= m else "cols"
-        return layout, Eager(a, 0 if layout == "rows" else 1)
+        axis = 0 if layout == "rows" else 1
+        threads = 1
+        if _backend.namespace(a) is np and a.nbytes >= _THREADED_MIN_BYTES:
+            # large NumPy data: views of ~64 MiB on a few threads, one BLAS thread each,
+            # as on Dask (faster than one multi-threaded BLAS on skinny products)
+            threads = os.cpu_count() or 1
+        stripe = max(1, _THREADED_STRIPE_BYTES // (a.itemsize * a.shape[1 - axis]))
+        return layout, Eager(a, axis, threads=threads, stripe=stripe if threads > 1 else None)
     if a.numblocks[1] == 1:
         layout = "rows"
     elif a.numblocks[0] == 1:
