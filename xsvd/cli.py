@@ -121,13 +121,7 @@ def _open(path: str, var: str | None):
             f"could not open {path!r} as netCDF ({type(exc).__name__}: {exc}); give a Zarr store "
             "or a netCDF file (netCDF4 files need `pip install h5netcdf`)."
         ) from exc
-    if var is None:
-        if len(ds.data_vars) != 1:
-            raise UsageError(f"{path!r} holds {list(ds.data_vars)}; choose one with --var.")
-        var = next(iter(ds.data_vars))
-    if var not in ds.data_vars:
-        raise UsageError(f"{path!r} has no variable {var!r}; it holds {list(ds.data_vars)}.")
-    return ds[var]
+    return ds[xsvd.io.pick_variable(ds, var, path)]
 
 
 def _run_command(args: argparse.Namespace) -> int:

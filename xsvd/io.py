@@ -79,6 +79,20 @@ def plan_chunks(
     return tuple(int(c) for c in chunks)
 
 
+def pick_variable(ds: xr.Dataset, variable: str | None, name: str) -> str:
+    """The variable to decompose: ``variable``, or the only one ``ds`` holds."""
+    if variable is None:
+        if len(ds.data_vars) != 1:
+            raise ValueError(
+                f"{name!r} holds the variables {list(ds.data_vars)}; choose one "
+                "(`variable=`, or --var on the command line)."
+            )
+        return next(iter(ds.data_vars))
+    if variable not in ds.data_vars:
+        raise ValueError(f"{name!r} has no variable {variable!r}; it holds {list(ds.data_vars)}.")
+    return variable
+
+
 class _ChunkReader:
     """Array-like for ``da.from_array`` that names the store and chunk on failure.
 
