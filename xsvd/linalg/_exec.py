@@ -49,8 +49,6 @@ class Eager:
     columns each, run on a small thread pool with one BLAS thread per kernel.
     """
 
-    lazy = False
-
     def __init__(self, a, axis: int, threads: int = 1, stripe: int | None = None):
         self.a = a
         self.axis = axis  # 0: stripes are row blocks; 1: column blocks
@@ -117,8 +115,6 @@ class Lazy:
     not through one ``dask.delayed`` call per stripe, which would re-optimize
     the whole input graph for every stripe.
     """
-
-    lazy = True
 
     def __init__(self, a, axis: int, split_every: int = 8):
         self.a = a

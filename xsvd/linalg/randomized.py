@@ -325,8 +325,13 @@ def _scale_rows(W, w, ctype):
     return out.astype(ctype, copy=False)
 
 
+def _sub_step(other: int) -> int:
+    """Rows (or columns) per float sub-block when the other side has ``other`` entries."""
+    return max(64, _SUB_BLOCK_ELEMENTS // max(other, 1))
+
+
 def _sub_blocks(length: int, other: int):
-    step = max(64, _SUB_BLOCK_ELEMENTS // max(other, 1))
+    step = _sub_step(other)
     for start in range(0, length, step):
         yield start, min(start + step, length)
 
@@ -378,7 +383,7 @@ def _kernel_rows(blocks, DW, shift, first, fill_nan):
     ysum = xp.zeros((l,), dtype=np.float64)
     sumsq = xp.zeros((n,), dtype=np.float64) if first else None
     nancnt = xp.zeros((n,), dtype=np.int64) if (first and fill_nan) else None
-    ext = xp.ones((min(mi, max(64, _SUB_BLOCK_ELEMENTS // max(n, 1))), l + 1), dtype=ctype)
+    ext = xp.ones((min(mi, _sub_step(n)), l + 1), dtype=ctype)
     for r0, r1 in _sub_blocks(mi, n):
         sub = _stripe_sub(blocks, 0, r0, r1, ctype)
         if fill_nan:
