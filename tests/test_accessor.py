@@ -118,7 +118,7 @@ def test_nan_outside_the_mask_names_the_location(sst):
     lat0, lon0 = 10, 20
     assert not np.isnan(bad.values[5, lat0, lon0])
     bad.values[5, lat0, lon0] = np.nan
-    with pytest.raises(ValueError, match=r"lat=.*lon=.*fillna"):
+    with pytest.raises(ValueError, match=r"lat=.*lon=.*missing=.mean."):
         bad.svd(k=2, dim="time")
     with pytest.raises(ValueError, match=r"lat=.*lon="):
         bad.chunk({"time": 40}).svd.compressed(k=2, dim="time", seed=0)

@@ -47,7 +47,7 @@ def test_same_results_as_threaded_scheduler(client):
 def test_partial_nan_error_travels_back_from_workers(client):
     sst = datasets.climate_field(n_time=48, n_lat=12, n_lon=24, seed=3).copy()
     sst.values[3, 6, 10] = np.nan
-    with pytest.raises(ValueError, match=r"lat=.*fillna"):
+    with pytest.raises(ValueError, match=r"lat=.*missing=.mean."):
         sst.chunk({"time": 12}).svd.compressed(k=2, dim="time", seed=0)
 
 

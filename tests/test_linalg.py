@@ -264,7 +264,7 @@ def test_partial_nan_is_a_clear_error(lazy, solver):
             d = randomized_svd(x, 3, seed=0, describe=lambda idx: f"features {idx.tolist()}")
         dask.compute(d.U, d.V)
 
-    with pytest.raises(MissingValueError, match=r"features \[5\].*fillna"):
+    with pytest.raises(MissingValueError, match=r"features \[5\].*missing=.mean."):
         run()
 
 
@@ -329,3 +329,26 @@ def test_large_numpy_input_runs_as_threaded_views_with_the_same_result(monkeypat
     np.testing.assert_allclose(d.V, ref.V, atol=1e-10)
     np.testing.assert_allclose(d.mean, ref.mean, rtol=1e-12)
     assert np.isnan(d.V[7]).all()
+
+
+@pytest.mark.parametrize("chunks", [None, (400, -1), (-1, 150)])
+def test_krylov_is_more_accurate_on_a_slow_spectrum_with_the_same_reads(chunks):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2_000, 600))
+    a[:, :3] += 5 * rng.standard_normal((2_000, 1))
+    ref = np.linalg.svd(a - a.mean(axis=0), compute_uv=False)[:10]
+    x = a if chunks is None else da.from_array(a, chunks=chunks)
+    errs = {}
+    for krylov in (False, True):
+        d = randomized_svd(
+            x, 10, center=True, n_power_iter=3, seed=0, krylov=krylov, compute=True
+        )
+        assert d.settings["passes"] == 4
+        errs[krylov] = np.max(np.abs(np.asarray(d.S) - ref) / ref)
+        U, V = np.asarray(d.U), np.asarray(d.V)
+        np.testing.assert_allclose(U.T @ U, np.eye(10), atol=1e-6)
+        np.testing.assert_allclose(V.T @ V, np.eye(10), atol=1e-6)
+    assert errs[True] < errs[False] / 2.5
+    if chunks is not None:  # one lazy graph gives the same numbers
+        lazy = randomized_svd(x, 10, center=True, n_power_iter=3, seed=0, krylov=True)
+        np.testing.assert_allclose(np.asarray(lazy.S.compute()), np.asarray(d.S), rtol=1e-6)

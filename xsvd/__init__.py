@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from . import datasets
 from .accessor import SVDAccessor, register
 from .api import choose_method, compressed, exact, svd
+from .genomics import dosage, open_plink, pack_genotypes, patterson_scaling, write_plink
 from .io import StoreReadError, open_result, open_zarr
 from .linalg import MissingValueError
 from .result import SVDResult
@@ -36,5 +37,10 @@ __all__ = [
     "open_result",
     "StoreReadError",
     "datasets",
+    "open_plink",
+    "write_plink",
+    "pack_genotypes",
+    "dosage",
+    "patterson_scaling",
     "__version__",
 ]

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ._packed import PackedGenotypes
+
 __all__ = [
     "is_dask",
     "is_cupy",
@@ -21,6 +23,13 @@ __all__ = [
     "to_numpy",
     "standard_normal",
     "compute_dtype",
+    "is_packed",
+    "bytes_per_value",
+    "require_cupy",
+    "move",
+    "move_dataarray",
+    "to_cupy",
+    "to_host",
 ]
 
 
@@ -46,9 +55,21 @@ def chunk_type(x: Any) -> Any:
     return x
 
 
+def is_packed(x: Any) -> bool:
+    """True for 2-bit packed genotypes, in memory or as the chunks of a dask array."""
+    return isinstance(chunk_type(x), PackedGenotypes)
+
+
+def bytes_per_value(x: Any) -> float:
+    """Bytes of memory per value of ``x`` (a quarter for packed genotypes)."""
+    return 0.25 if is_packed(x) else float(np.dtype(x.dtype).itemsize)
+
+
 def namespace(x: Any):
     """The array module (numpy or cupy) that operates on ``x`` or on its chunks."""
     meta = chunk_type(x)
+    if isinstance(meta, PackedGenotypes):
+        meta = meta.data
     if is_cupy(meta):
         import cupy
 
@@ -64,14 +85,137 @@ def to_numpy(x: Any) -> np.ndarray:
 
 
 def standard_normal(xp, seed: int | None, shape: tuple[int, ...], dtype) -> Any:
-    """Gaussian test matrix drawn on backend ``xp`` (numpy or cupy).
+    """Gaussian test matrix drawn on backend ``xp`` (numpy or cupy), the same on both.
 
-    The draw is always made in float64 from ``default_rng(seed)`` of that
-    backend and then cast, so a given seed gives the same matrix whatever the
-    compute precision.
+    A counter-based generator written with the backend's own elementwise
+    operations: entry ``i`` comes from the SplitMix64 hash of ``(seed, i)``
+    (two 53-bit uniforms) and the Box-Muller transform, computed in float64
+    and then cast. NumPy and CuPy therefore draw the same matrix for a seed
+    (up to the last bit of ``log``/``cos``), on the device that holds the
+    data, and a seed gives the same matrix whatever the compute precision.
     """
-    rng = xp.random.default_rng(seed)
-    return rng.standard_normal(shape, dtype=xp.float64).astype(dtype, copy=False)
+    if seed is None:
+        seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+    n = int(np.prod(shape))
+    key = np.uint64(_splitmix64_scalar(int(seed) & _MASK64))
+    idx = xp.arange(2 * n, dtype=xp.uint64) + key
+    bits = _splitmix64(xp, idx) >> np.uint64(11)
+    u = bits.astype(xp.float64) * (1.0 / 2**53)
+    u1, u2 = 1.0 - u[:n], u[n:]  # u1 in (0, 1]
+    z = xp.sqrt(-2.0 * xp.log(u1)) * xp.cos((2.0 * np.pi) * u2)
+    return z.reshape(shape).astype(dtype, copy=False)
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(xp, x):
+    """SplitMix64 finalizer on a uint64 array (wrap-around arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def _splitmix64_scalar(x: int) -> int:
+    z = (x + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+# ------------------------------------------------------------------ devices
+
+GPU_EXTRA_HINT = 'install CuPy and cupy-xarray with `pip install "xsvd[gpu]"`'
+
+
+def require_cupy(what: str = "Using the GPU"):
+    """Import CuPy (and cupy-xarray's accessor), or raise an error naming the extra."""
+    try:
+        import cupy
+    except ImportError as exc:
+        raise ImportError(f"{what} needs CuPy: {GPU_EXTRA_HINT}.") from exc
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDA driver missing or broken
+        raise RuntimeError(f"{what} needs a CUDA GPU, and CuPy found none ({exc}).") from exc
+    if n < 1:
+        raise RuntimeError(f"{what} needs a CUDA GPU, and CuPy found none.")
+    return cupy
+
+
+def _block_to_cupy(b):
+    import cupy
+
+    if isinstance(b, PackedGenotypes):
+        return PackedGenotypes(cupy.asarray(b.data), b.n, b.offset, b.transposed)
+    return cupy.asarray(b)
+
+
+def _block_to_numpy(b):
+    if isinstance(b, PackedGenotypes):
+        return PackedGenotypes(to_numpy(b.data), b.n, b.offset, b.transposed)
+    return to_numpy(b)
+
+
+def to_cupy(x: Any) -> Any:
+    """``x`` on the GPU: CuPy data, or a lazy Dask array of CuPy chunks."""
+    cupy = require_cupy()
+    if is_dask(x):
+        meta = _block_to_cupy(chunk_type(x)[(slice(0, 0),) * x.ndim])
+        return x.map_blocks(_block_to_cupy, dtype=x.dtype, meta=meta)
+    if isinstance(x, PackedGenotypes) or is_cupy(x):
+        return _block_to_cupy(x)
+    return cupy.asarray(x)
+
+
+def to_host(x: Any) -> Any:
+    """``x`` in host memory: NumPy data, or a lazy Dask array of NumPy chunks."""
+    if is_dask(x):
+        if namespace(x) is np:
+            return x
+        meta = _block_to_numpy(chunk_type(x)[(slice(0, 0),) * x.ndim])
+        return x.map_blocks(_block_to_numpy, dtype=x.dtype, meta=meta)
+    return _block_to_numpy(x)
+
+
+def move_dataarray(obj, device: str | None):
+    """A DataArray with its data moved to ``device`` (None: unchanged).
+
+    Plain data go through cupy-xarray's accessor (``.cupy.as_cupy()`` /
+    ``.cupy.as_numpy()``, lazy for Dask); packed genotypes, which it does not
+    know, are moved chunk by chunk as packed bytes.
+    """
+    if device is None:
+        return obj
+    if device not in ("gpu", "cpu"):
+        raise ValueError(f"device must be 'gpu', 'cpu' or None, got {device!r}.")
+    on_gpu = namespace(obj.data) is not np
+    if (device == "gpu") == on_gpu:
+        return obj
+    if device == "gpu":
+        require_cupy()
+    if is_packed(obj.data):
+        return obj.copy(data=move(obj.data, device))
+    try:
+        import cupy_xarray  # noqa: F401  (registers DataArray.cupy)
+    except ImportError as exc:
+        raise ImportError(
+            f"Moving data between CPU and GPU needs cupy-xarray: {GPU_EXTRA_HINT}."
+        ) from exc
+    return obj.cupy.as_cupy() if device == "gpu" else obj.cupy.as_numpy()
+
+
+def move(x: Any, device: str | None) -> Any:
+    """Move array ``x`` to ``device`` ("gpu", "cpu", or None to leave it where it is)."""
+    if device is None:
+        return x
+    if device == "gpu":
+        return to_cupy(x)
+    if device == "cpu":
+        return to_host(x)
+    raise ValueError(f"device must be 'gpu', 'cpu' or None, got {device!r}.")
 
 
 def compute_dtype(dtype, requested=None) -> np.dtype:

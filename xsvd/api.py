@@ -26,6 +26,8 @@ __all__ = ["svd", "exact", "compressed", "choose_method"]
 
 Dims = Hashable | Sequence[Hashable] | None
 Method = Literal["auto", "exact", "compressed"]
+Missing = Literal["error", "mean"]
+Device = Literal["gpu", "cpu"] | None
 
 #: ``method="auto"`` uses the exact SVD when the shorter side of the
 #: (samples x features) matrix has at most this many entries.
@@ -72,12 +74,15 @@ def svd(
     method: Method = "auto",
     center: bool = False,
     weights: xr.DataArray | None = None,
+    missing: Missing = "error",
+    device: Device = None,
     compute: bool = True,
     progress: bool = False,
     n_power_iter: int | None = None,
     n_oversamples: int | None = None,
     seed: int | None = None,
     dtype=None,
+    krylov: bool | None = None,
 ) -> SVDResult:
     """Singular value decomposition of a labeled array, solver chosen by shape.
 
@@ -102,6 +107,20 @@ def svd(
         Broadcast against the feature dimensions; multiplies the (centered)
         data, e.g. ``np.sqrt(np.cos(np.deg2rad(da.lat)))`` for area weighting.
         Quantified weights multiply their units into ``S``.
+    missing : {"error", "mean"}
+        Missing values other than whole-NaN features (land): ``"error"``
+        (default) raises an error that names them; ``"mean"`` treats NaN and
+        negative values (PLINK's and sgkit's missing calls) as missing and
+        stands each for its feature's mean over the samples where it is
+        present, inside the products (no filled copy of the data). With
+        ``center=True`` they then contribute zero, the usual genomics
+        convention.
+    device : {None, "gpu", "cpu"}
+        Move the data before solving: ``"gpu"`` to CuPy (Dask chunks are
+        moved one by one, lazily), ``"cpu"`` to NumPy; None (default) leaves
+        it where it is. Results stay on the device that computed them; see
+        :meth:`SVDResult.as_numpy` and :meth:`SVDResult.as_cupy`. The GPU
+        needs ``pip install "xsvd[gpu]"`` (CuPy and cupy-xarray).
     compute : bool
         True (default): return computed results. False: Dask inputs give lazy
         results (nothing is computed until asked).
@@ -109,7 +128,7 @@ def svd(
         Show progress while computing Dask data: a progress bar per pass over
         the data with the local schedulers, distributed's progress bar with a
         ``dask.distributed`` client.
-    n_power_iter, n_oversamples, seed, dtype
+    n_power_iter, n_oversamples, seed, dtype, krylov
         Compressed solver only; see :func:`compressed`.
 
     Returns
@@ -134,12 +153,15 @@ def svd(
         dim=dim,
         center=center,
         weights=weights,
+        missing=missing,
+        device=device,
         compute=compute,
         progress=progress,
         n_power_iter=n_power_iter,
         n_oversamples=n_oversamples,
         seed=seed,
         dtype=dtype,
+        krylov=krylov,
     )
 
 
@@ -150,6 +172,8 @@ def exact(
     dim: Dims = None,
     center: bool = False,
     weights: xr.DataArray | None = None,
+    missing: Missing = "error",
+    device: Device = None,
     compute: bool = True,
     progress: bool = False,
 ) -> SVDResult:
@@ -172,6 +196,8 @@ def exact(
         dim=dim,
         center=center,
         weights=weights,
+        missing=missing,
+        device=device,
         compute=compute,
         progress=progress,
     )
@@ -184,12 +210,15 @@ def compressed(
     dim: Dims = None,
     center: bool = False,
     weights: xr.DataArray | None = None,
+    missing: Missing = "error",
+    device: Device = None,
     compute: bool = True,
     progress: bool = False,
     n_power_iter: int | None = None,
     n_oversamples: int | None = None,
     seed: int | None = None,
     dtype=None,
+    krylov: bool | None = None,
 ) -> SVDResult:
     """Rank-``k`` randomized SVD that reads the data ``n_power_iter + 1`` times.
 
@@ -206,7 +235,13 @@ def compressed(
     dtype : {None, "float32", "float64"}
         Precision of the products with the data. Default: float64 data in
         float64; integer and float32 data in float32.
-    obj, dim, center, weights, compute, progress
+    krylov : bool, default False
+        Take the components from the span of every pass's sketch (block
+        Krylov, Musco & Musco 2015) rather than the last one: the same reads
+        of the data and a little more small math, much more accurate
+        singular values where the spectrum decays slowly (the noise
+        components of genotype data, say). Recommended for PCA of genotypes.
+    obj, dim, center, weights, missing, device, compute, progress
         See :func:`svd`.
 
     Examples
@@ -224,12 +259,15 @@ def compressed(
         dim=dim,
         center=center,
         weights=weights,
+        missing=missing,
+        device=device,
         compute=compute,
         progress=progress,
         n_power_iter=n_power_iter,
         n_oversamples=n_oversamples,
         seed=seed,
         dtype=dtype,
+        krylov=krylov,
     )
 
 
@@ -242,17 +280,21 @@ def _run(
     center,
     weights,
     compute,
+    missing="error",
+    device=None,
     progress=False,
     n_power_iter=None,
     n_oversamples=None,
     seed=None,
     dtype=None,
+    krylov=None,
 ) -> SVDResult:
     layout = Layout.from_dataarray(obj, dim)
     # units off: pint-quantified data and weights become their magnitudes
     obj, weights, units = _units.strip(obj, weights)
     if units is not None and units.coords:  # coordinates were quantified too
         layout = Layout.from_dataarray(obj, dim)
+    obj = _backend.move_dataarray(obj, device)
     _backend.compute_dtype(obj.dtype)  # raises a clear error for non-numeric data
     a = layout.to_matrix(obj)
     w = layout.weights_vector(weights)
@@ -260,7 +302,11 @@ def _run(
     if method == "auto":
         method = choose_method(m, n, k)
     compressed_only = dict(
-        n_power_iter=n_power_iter, n_oversamples=n_oversamples, seed=seed, dtype=dtype
+        n_power_iter=n_power_iter,
+        n_oversamples=n_oversamples,
+        seed=seed,
+        dtype=dtype,
+        krylov=krylov,
     )
     if method == "exact":
         given = [name for name, v in compressed_only.items() if v is not None]
@@ -270,7 +316,9 @@ def _run(
                 f"{', '.join(given)} only {verb} to the compressed SVD, but the exact SVD "
                 f"was chosen. Drop {pron} or pass `method='compressed'`."
             )
-        d = exact_svd(a, k, center=center, weights=w, describe=layout.describe_features())
+        d = exact_svd(
+            a, k, center=center, weights=w, missing=missing, describe=layout.describe_features()
+        )
     else:
         q = DEFAULT_N_POWER_ITER if n_power_iter is None else n_power_iter
         show = Progress(total_passes=q + 1) if progress and _backend.is_dask(a) else None
@@ -283,6 +331,8 @@ def _run(
             n_oversamples=DEFAULT_N_OVERSAMPLES if n_oversamples is None else n_oversamples,
             seed=seed,
             dtype=dtype,
+            missing=missing,
+            krylov=bool(krylov),
             describe=layout.describe_features(),
             compute=compute,
             progress=show,

@@ -38,7 +38,14 @@ LARGE_CHUNK_BYTES = 1024 * 2**20
 
 
 class StoreReadError(OSError):
-    """A Zarr store or one of its chunks could not be read."""
+    """A Zarr store or one of its chunks could not be read.
+
+    Raised by :func:`open_zarr` when the store cannot be opened, and at
+    compute time when a chunk is missing, corrupt or forbidden. The message
+    names the store, the variable and the chunk index, e.g. ``chunk (2, 0) of
+    variable 'genotype' in the Zarr store 'http://.../gt.zarr'``, and the
+    original error is chained as ``__cause__``. A subclass of :class:`OSError`.
+    """
 
 
 def _require_zarr():
@@ -63,6 +70,23 @@ def plan_chunks(
 
     Storage chunks are merged along the last dimensions first (the ones that
     are contiguous on disk) until a chunk reaches about ``target_bytes``.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Shape of the array.
+    storage_chunks : tuple of int
+        Chunk shape in the store.
+    itemsize : int
+        Bytes per element.
+    target_bytes : int, default 128 MiB
+        Aim for Dask chunks of about this size.
+
+    Returns
+    -------
+    tuple of int
+        One chunk size per dimension, each a whole multiple of the storage
+        chunk (or the full length of the dimension).
 
     Examples
     --------
@@ -100,8 +124,17 @@ class _ChunkReader:
     by slices and taking ``.values`` reads just those storage chunks.
     """
 
-    def __init__(self, variable: xr.Variable, store: str, name: str, chunks: tuple[int, ...]):
+    def __init__(
+        self,
+        variable: xr.Variable,
+        store: str,
+        name: str,
+        chunks: tuple[int, ...],
+        gpu_array=None,
+    ):
         self.array = variable
+        # with zarr's GPU buffers: the zarr array itself, whose reads are CuPy arrays
+        self.gpu_array = gpu_array
         self.store = store
         self.variable = name
         self.chunks = chunks
@@ -111,6 +144,8 @@ class _ChunkReader:
 
     def __getitem__(self, key):
         try:
+            if self.gpu_array is not None:
+                return _decode_on_gpu(self.gpu_array[key], self.array.encoding, self.dtype)
             return self.array[key].values
         except Exception as exc:
             where = ", ".join(
@@ -124,6 +159,31 @@ class _ChunkReader:
                 f"{type(exc).__name__}: {exc}. The chunk may be missing or corrupt, or "
                 "the store not readable; check the store (e.g. rewrite that chunk)."
             ) from exc
+
+
+def _zarr_gpu_enabled() -> bool:
+    """True when zarr is configured for GPU buffers (``zarr.config.enable_gpu()``)."""
+    import zarr
+
+    return "gpu" in str(zarr.config.get("ndbuffer", ""))
+
+
+def _decode_on_gpu(raw, encoding: dict, dtype):
+    """CF decoding xarray would do on the host (fill values, scale, offset), with CuPy."""
+    import cupy
+
+    x = raw
+    fill = encoding.get("_FillValue")
+    scale, offset = encoding.get("scale_factor"), encoding.get("add_offset")
+    if np.dtype(dtype).kind == "f":
+        x = x.astype(dtype, copy=False)
+        if fill is not None and not (isinstance(fill, float) and np.isnan(fill)):
+            x = cupy.where(raw == fill, cupy.nan, x)
+    if scale is not None:
+        x = x * scale
+    if offset is not None:
+        x = x + offset
+    return x.astype(dtype, copy=False)
 
 
 def open_zarr(
@@ -147,6 +207,12 @@ def open_zarr(
         multiples of the storage chunks, so each storage chunk is read once).
     storage_options : dict, optional
         Passed to fsspec for URLs.
+
+    Notes
+    -----
+    With zarr's GPU buffers enabled (``zarr.config.enable_gpu()``, needs
+    CuPy), chunks are decompressed into GPU memory and the Dask chunks are
+    CuPy arrays, with no round trip through NumPy.
 
     Returns
     -------
@@ -207,9 +273,25 @@ def open_zarr(
         )
     import dask.array as da
 
-    reader = _ChunkReader(var.variable, name, variable, tuple(storage))
+    gpu_array, meta = None, None
+    if _zarr_gpu_enabled():
+        # zarr decompresses into GPU memory: read with zarr itself, so chunks are
+        # CuPy arrays from the start (xarray's reader would turn them into NumPy)
+        import zarr
+
+        from ._backend import require_cupy
+
+        cupy = require_cupy("Reading Zarr into GPU memory")
+        group = zarr.open_group(store, mode="r", storage_options=storage_options)
+        gpu_array = group[variable]
+        meta = cupy.empty((0,) * var.ndim, dtype=var.dtype)
+    reader = _ChunkReader(var.variable, name, variable, tuple(storage), gpu_array)
     data = da.from_array(
-        reader, chunks=plan, name=f"xsvd-zarr-{variable}-{uuid.uuid4().hex[:8]}", asarray=False
+        reader,
+        chunks=plan,
+        name=f"xsvd-zarr-{variable}-{uuid.uuid4().hex[:8]}",
+        asarray=False,
+        meta=meta,
     )
     out = xr.DataArray(data, dims=var.dims, coords=var.coords, name=variable, attrs=var.attrs)
     return out.assign_coords({k: v.load() for k, v in out.coords.items()})
@@ -288,10 +370,27 @@ def _jsonable(obj: Any):
 def open_result(path: str | os.PathLike, *, storage_options: dict | None = None):
     """Reopen a result saved with :meth:`SVDResult.to_zarr`.
 
-    Returns an :class:`~xsvd.SVDResult` with the same U, S, V, coordinates,
-    attrs and settings, which can ``reconstruct()`` and ``project()`` as the
-    original could. Pint units of a quantified input come back as ``units``
-    attributes (on ``S`` and on ``reconstruct()``), not as quantities.
+    Parameters
+    ----------
+    path : str or path
+        The result's Zarr store: a local path or a URL that fsspec can read.
+    storage_options : dict, optional
+        Passed to fsspec for URLs.
+
+    Returns
+    -------
+    SVDResult
+        The same U, S, V, coordinates, attrs and settings, loaded into
+        memory; it can ``reconstruct()`` and ``project()`` as the original
+        could. Pint units of a quantified input come back as ``units``
+        attributes (on ``S`` and on ``reconstruct()``), not as quantities.
+
+    Raises
+    ------
+    StoreReadError
+        When the store cannot be opened.
+    ValueError
+        When the store was not written by :meth:`SVDResult.to_zarr`.
 
     Examples
     --------

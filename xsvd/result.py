@@ -104,7 +104,7 @@ class SVDResult:
         """
         from .plot import ResultPlotter
 
-        return ResultPlotter(self)
+        return ResultPlotter(self.as_numpy())
 
     # ------------------------------------------------------------ dask
     def compute(self, *, progress: bool = False, **kwargs) -> SVDResult:
@@ -128,6 +128,18 @@ class SVDResult:
     def persist(self, **kwargs) -> SVDResult:
         """A copy whose lazy parts are computed and kept in (cluster) memory."""
         return self._with(_dask_apply("persist", self._d, **kwargs))
+
+    # ------------------------------------------------------------ devices
+    def as_numpy(self) -> SVDResult:
+        """A copy in host memory: NumPy arrays (lazy results: Dask arrays of NumPy chunks)."""
+        return self._with(_moved(self._d, "cpu"))
+
+    def as_cupy(self) -> SVDResult:
+        """A copy on the GPU: CuPy arrays (lazy results: Dask arrays of CuPy chunks).
+
+        Needs CuPy (``pip install "xsvd[gpu]"``) and a CUDA device.
+        """
+        return self._with(_moved(self._d, "gpu"))
 
     def _with(self, d: Decomposition) -> SVDResult:
         return SVDResult(
@@ -247,7 +259,7 @@ class SVDResult:
         """
         from .io import result_dataset, write_result
 
-        write_result(result_dataset(self), path, mode=mode)
+        write_result(result_dataset(self.as_numpy()), path, mode=mode)
 
     def to_dataset(self) -> xr.Dataset:
         """U, S, V (and the mean and explained variance) as one Dataset, for saving.
@@ -270,6 +282,13 @@ class SVDResult:
 
 
 _PARTS = ("U", "S", "V", "mean", "total_ss", "nan_features")
+
+
+def _moved(d: Decomposition, device: str) -> Decomposition:
+    import dataclasses
+
+    parts = {n: getattr(d, n) for n in _PARTS if getattr(d, n) is not None}
+    return dataclasses.replace(d, **{n: _backend.move(x, device) for n, x in parts.items()})
 
 
 def _lazy_parts(d: Decomposition) -> dict:

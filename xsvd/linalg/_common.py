@@ -54,6 +54,36 @@ def has_nan_kind(dtype) -> bool:
     return np.dtype(dtype).kind in "fc"
 
 
+MISSING_OPTIONS = ("error", "mean")
+
+
+def missing_mode(dtype, missing: str) -> str | None:
+    """How the solvers treat missing values, from the user's ``missing=`` option.
+
+    - ``None``: the data cannot hold missing values (integers, default option);
+    - ``"nan"``: NaN features are allowed only when NaN at every sample (zero
+      columns, NaN in ``V``); any other NaN is an error;
+    - ``"mean"``: NaN and negative values are missing and stand for the
+      feature's mean over the samples where it is present (PLINK's and
+      sgkit's convention for missing calls).
+    """
+    if missing not in MISSING_OPTIONS:
+        raise ValueError(
+            f"missing must be one of {MISSING_OPTIONS}, got {missing!r}. Use "
+            "`missing='mean'` to fill each missing value with its feature's mean."
+        )
+    if missing == "mean":
+        return "mean"
+    return "nan" if has_nan_kind(dtype) else None
+
+
+def missing_mask(xp, x, mode: str):
+    """Boolean mask of the missing entries of a float block under ``mode``."""
+    if mode == "mean":
+        return xp.isnan(x) | (x < 0)
+    return xp.isnan(x)
+
+
 def check_nan_counts(counts, n_samples: int, *, offset: int = 0, describe: Describe | None = None):
     """Return the all-NaN feature mask from per-feature NaN counts, or raise.
 
@@ -68,10 +98,10 @@ def check_nan_counts(counts, n_samples: int, *, offset: int = 0, describe: Descr
         raise MissingValueError(
             f"The data has NaN at some but not all samples of {idx.size} feature(s): "
             f"{where}. Features that are NaN at every sample (e.g. land in an ocean "
-            "field) are handled, but other NaN are not. Fill them first, e.g. "
-            "`da.fillna(da.mean(dim))` (which leaves all-NaN features NaN) or "
-            "`da.interpolate_na(dim)`, or drop the samples or features that hold them "
-            "with `da.dropna(...)`."
+            "field) are handled; for the others pass `missing='mean'`, which stands each "
+            "one for its feature's mean over the samples (no filled copy is made), or "
+            "fill them first, e.g. `da.interpolate_na(dim)`, or drop the samples or "
+            "features that hold them with `da.dropna(...)`."
         )
     return counts == n_samples
 

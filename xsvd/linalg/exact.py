@@ -22,7 +22,8 @@ from ._common import (
     Describe,
     check_nan_counts,
     fix_signs,
-    has_nan_kind,
+    missing_mask,
+    missing_mode,
     nan_rows,
     validate_k,
 )
@@ -39,6 +40,7 @@ def exact_svd(
     *,
     center: bool = False,
     weights=None,
+    missing: str = "error",
     describe: Describe | None = None,
 ) -> Decomposition:
     """Exact (thin) SVD of ``B = (A - mean) * weights``, optionally truncated to ``k``.
@@ -49,8 +51,9 @@ def exact_svd(
         NumPy, CuPy or Dask array (samples x features).
     k : int, optional
         Keep the first ``k`` components (all ``min(m, n)`` when None).
-    center, weights, describe
-        As for :func:`xsvd.linalg.randomized_svd`.
+    center, weights, missing, describe
+        As for :func:`xsvd.linalg.randomized_svd` (``missing="mean"`` fills a
+        float copy here, as the exact SVD needs the whole matrix anyway).
 
     Returns
     -------
@@ -75,11 +78,12 @@ def exact_svd(
     m, n = a.shape
     k = validate_k(k, m, n, required=False)
     dtype = np.float32 if a.dtype == np.float32 else np.float64
+    miss = missing_mode(a.dtype, missing)
     if _backend.is_dask(a):
-        B, mean, nan_mask = _prepare_dask(a, dtype, center, weights, describe)
+        B, mean, nan_mask = _prepare_dask(a, dtype, center, weights, describe, miss)
         U, S, V = _tsqr_svd(B)
     else:
-        B, mean, nan_mask = _prepare_memory(a, dtype, center, weights, describe)
+        B, mean, nan_mask = _prepare_memory(a, dtype, center, weights, describe, miss)
         xp = _backend.namespace(B)
         U, S, Vt = xp.linalg.svd(B, full_matrices=False)
         V = Vt.T
@@ -91,14 +95,21 @@ def exact_svd(
     U, V = fix_signs(U, V)
     if nan_mask is not None:
         V = nan_rows(V, nan_mask)
-    return Decomposition(U, S, V, mean, total_ss, nan_mask, "exact", dict(k=k))
+    return Decomposition(U, S, V, mean, total_ss, nan_mask, "exact", dict(k=k, missing=missing))
 
 
-def _prepare_memory(a, dtype, center, weights, describe):
+def _prepare_memory(a, dtype, center, weights, describe, miss):
     xp = _backend.namespace(a)
     B = a.astype(dtype, copy=True)
     nan_mask = None
-    if has_nan_kind(a.dtype):
+    if miss == "mean":
+        mask = missing_mask(xp, B, miss)
+        B[mask] = 0
+        present = a.shape[0] - mask.sum(axis=0)
+        nan_mask = present == 0
+        fill = (B.sum(axis=0, dtype=np.float64) / xp.maximum(present, 1)).astype(dtype)
+        B = xp.where(mask, fill, B)
+    elif miss:
         isnan = xp.isnan(B)
         counts = isnan.sum(axis=0)
         nan_mask = xp.asarray(
@@ -114,13 +125,20 @@ def _prepare_memory(a, dtype, center, weights, describe):
     return B, mean, nan_mask
 
 
-def _prepare_dask(a, dtype, center, weights, describe):
+def _prepare_dask(a, dtype, center, weights, describe, miss):
     import dask.array as da
 
     m = a.shape[0]
     B = a.astype(dtype)
     nan_mask = None
-    if has_nan_kind(a.dtype):
+    if miss == "mean":
+        mask = da.isnan(B) | (B < 0)
+        zeroed = da.where(mask, 0, B)
+        present = m - mask.sum(axis=0)
+        nan_mask = present == 0
+        fill = (zeroed.sum(axis=0, dtype=np.float64) / da.maximum(present, 1)).astype(dtype)
+        B = da.where(mask, fill[None, :], zeroed)
+    elif miss:
         isnan = da.isnan(a)
         counts = isnan.sum(axis=0)
         nan_mask = counts.map_blocks(

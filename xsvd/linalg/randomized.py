@@ -50,7 +50,8 @@ from ._common import (
     check_nan_counts,
     eps_tolerance,
     fix_signs,
-    has_nan_kind,
+    missing_mask,
+    missing_mode,
     nan_rows,
     validate_k,
 )
@@ -63,6 +64,8 @@ DEFAULT_N_OVERSAMPLES = 10
 
 # Elements of a float sub-block multiplied at once inside a stripe (4 MiB in float32).
 _SUB_BLOCK_ELEMENTS = 1 << 20
+# On a GPU, sub-blocks are 64x larger (256 MiB in float32): fewer, larger kernel launches.
+_GPU_SUB_BLOCK_ELEMENTS = 1 << 26
 # In-memory NumPy data at least this large run as views of about this size on
 # a small local thread pool.
 _THREADED_MIN_BYTES = 64 * 2**20
@@ -79,6 +82,8 @@ def randomized_svd(
     n_oversamples: int = DEFAULT_N_OVERSAMPLES,
     seed: int | None = None,
     dtype=None,
+    missing: str = "error",
+    krylov: bool = False,
     describe: Describe | None = None,
     compute: bool = False,
     progress=None,
@@ -105,6 +110,19 @@ def randomized_svd(
     dtype : {None, "float32", "float64"}
         Precision of the products with the data; by default float64 data stay
         float64 and everything else is computed in float32.
+    missing : {"error", "mean"}
+        ``"error"``: NaN is allowed only in features NaN at every sample.
+        ``"mean"``: NaN and negative values are missing and stand for their
+        feature's mean over the samples where it is present, filled in each
+        float sub-block as it is multiplied (no filled copy). When stripes
+        are blocks of samples, the means take one extra read of the data.
+    krylov : bool
+        Keep every pass's sketch and take the singular vectors from their
+        joint span (a block Krylov space, Musco & Musco 2015) instead of the
+        last sketch only: the same reads of the data, much more accurate
+        singular values when the spectrum decays slowly (e.g. the noise
+        components of genotype data), for ``q + 1`` times the memory of the
+        small sketches and a little more small math.
     describe : callable, optional
         Turns flat feature indices into a readable location for error messages.
     compute : bool
@@ -159,12 +177,15 @@ def randomized_svd(
     l = min(k + n_oversamples, m, n)
     w = None if weights is None else np.asarray(_backend.to_numpy(weights), dtype=np.float64)
     w_xp = None if w is None else xp.asarray(w)
-    fill_nan = has_nan_kind(a.dtype)
+    miss = missing_mode(a.dtype, missing)
+    extra = 1 if (miss == "mean" and layout == "rows") else 0  # the means' own read
+    if progress is not None:
+        progress.total = n_power_iter + 1 + extra
 
     W = _backend.standard_normal(xp, seed, (nc, l), np.float64)
     run = _run_rows if layout == "rows" else _run_cols
     stripe_side, thin_side, S, mean, total_ss, nan_mask = run(
-        ex, xp, W, l, k, m, n, n_power_iter, ctype, center, w_xp, fill_nan, describe
+        ex, xp, W, l, k, m, n, n_power_iter, ctype, center, w_xp, miss, describe, krylov
     )
     if layout == "rows":
         U, V = stripe_side, thin_side
@@ -180,7 +201,9 @@ def randomized_svd(
         seed=seed,
         dtype=str(ctype),
         layout=layout,
-        passes=int(n_power_iter) + 1,
+        passes=int(n_power_iter) + 1 + extra,
+        missing=missing,
+        krylov=bool(krylov),
     )
     return Decomposition(U, S, V, mean, total_ss, nan_mask, "compressed", settings)
 
@@ -229,20 +252,20 @@ SMALL_CHUNK_BYTES = 2**20
 def _check_chunk_sizes(a, axis: int) -> None:
     """Warn, with what to do, about chunks too large or too small for streaming."""
     other = 1 - axis
-    itemsize = a.dtype.itemsize
+    itemsize = _backend.bytes_per_value(a)
     stripe = max(a.chunks[axis]) * a.shape[other] * itemsize
     if stripe > LARGE_STRIPE_BYTES:
         fit = max(1, int(LARGE_STRIPE_BYTES // 4 // (a.shape[other] * itemsize)))
         warnings.warn(
             f"Each stripe of the data read at once holds {stripe / 2**30:.1f} GiB "
-            f"({max(a.chunks[axis])} x {a.shape[other]} {a.dtype}), and every worker "
+            f"({max(a.chunks[axis])} x {a.shape[other]} values), and every worker "
             "thread holds one. For streaming with bounded memory, use smaller chunks "
             f"along that dimension (about {fit} rows of the matrix), e.g. when opening "
             "with `xsvd.open_zarr(..., chunks=...)` or with `.chunk(...)`.",
             UserWarning,
             stacklevel=4,
         )
-    mean_chunk = a.nbytes / max(a.npartitions, 1)
+    mean_chunk = a.size * itemsize / max(a.npartitions, 1)
     if a.npartitions > 10_000 and mean_chunk < SMALL_CHUNK_BYTES:
         warnings.warn(
             f"The data have {a.npartitions} chunks of {mean_chunk / 2**10:.0f} KiB on "
@@ -257,20 +280,28 @@ def _check_chunk_sizes(a, axis: int) -> None:
 # ------------------------------------------------------------ "rows" layout (C = B)
 
 
-def _run_rows(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
+def _run_rows(ex, xp, W, l, k, m, n, q, ctype, center, w, miss, describe, krylov=False):
     """Stripes are blocks of samples; the thin side is the features."""
     meta, meta1, meta0, metab = _metas(xp)
     w = ex.put(w)  # one copy in the graph, shared by the small tasks
     mean = None
+    fill = None
+    sketches = []  # per pass: stripe-side sketch blocks, their mean row, thin side
+    if miss == "mean":
+        # each feature's mean over its present values: one read before the passes
+        sums, counts = ex.map(_kernel_present, ex.stripes(), nout=2)
+        fill = ex.call(_present_means, ex.sum(sums), ex.sum(counts), ctype)
+        fill = ex.checkpoint(fill)
     for p in range(q + 1):
         first = p == 0
         DW = ex.call(_scale_rows, W, w, ctype)
-        stripes = ex.stripes(after=None if first else W)
+        after = W if not first else fill if miss == "mean" else None
+        stripes = ex.stripes(after=after)
         # the mean is known after the first pass: later passes center each
         # sub-block as it is multiplied (no cancellation in the products)
         shift = None if (first or not center) else ex.call(_as_dtype, mean, ctype)
         Yraw, P, Graw, ysum, sumsq, nancnt = ex.map(
-            _kernel_rows, stripes, DW, shift, first, fill_nan, nout=6
+            _kernel_rows, stripes, DW, shift, first, miss, fill, nout=6
         )
         P_tot = ex.sum(P)
         if first:
@@ -278,11 +309,12 @@ def _run_rows(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
                 _rows_stats,
                 P_tot,
                 ex.sum(sumsq),
-                ex.sum(nancnt) if fill_nan else None,
+                ex.sum(nancnt) if miss else None,
                 m,
                 center,
                 w,
                 describe,
+                miss,
                 nout=3,
             )
         Z, G, c = ex.call(
@@ -298,19 +330,29 @@ def _run_rows(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
         )
         if p < q:
             W = ex.call(_orth, Z)
-            W, mean, total_ss, nan_mask = ex.checkpoint((W, mean, total_ss, nan_mask))
+            if krylov:
+                W, Z, c, Yraw, mean, total_ss, nan_mask = ex.checkpoint(
+                    (W, Z, c, Yraw, mean, total_ss, nan_mask)
+                )
+                sketches.append((Yraw, c, Z))
+            else:
+                W, mean, total_ss, nan_mask = ex.checkpoint((W, mean, total_ss, nan_mask))
         else:
             Z, G, c, mean, total_ss, nan_mask, Yraw = ex.checkpoint(
                 (Z, G, c, mean, total_ss, nan_mask, Yraw)
             )
-    M, thin, S = ex.call(_finalize, Z, G, k, ctype, nout=3)
-    U_parts = ex.map(_rows_scores, Yraw, c, M, nout=1)
-    U = ex.concat(U_parts, [(s, k) for s in ex.sizes], np.float64, axis=0, meta=meta)
+            sketches.append((Yraw, c, Z))
+    if krylov:
+        U, S, thin = _krylov_finish(ex, sketches, k, ctype, (m, k), meta)
+    else:
+        M, thin, S = ex.call(_finalize, Z, G, k, ctype, nout=3)
+        U_parts = ex.map(_rows_scores, Yraw, c, M, nout=1)
+        U = ex.concat(U_parts, [(s, k) for s in ex.sizes], np.float64, axis=0, meta=meta)
     V = ex.array(thin, (n, k), np.float64, meta=meta)
     S = ex.array(S, (k,), np.float64, meta=meta1)
     mean = None if not center else ex.array(mean, (n,), np.float64, meta=meta1)
     total_ss = ex.array(total_ss, (), np.float64, meta=meta0)
-    nan_mask = None if not fill_nan else ex.array(nan_mask, (n,), bool, meta=metab)
+    nan_mask = None if not miss else ex.array(nan_mask, (n,), bool, meta=metab)
     return U, V, S, mean, total_ss, nan_mask
 
 
@@ -325,13 +367,14 @@ def _scale_rows(W, w, ctype):
     return out.astype(ctype, copy=False)
 
 
-def _sub_step(other: int) -> int:
+def _sub_step(other: int, xp=np) -> int:
     """Rows (or columns) per float sub-block when the other side has ``other`` entries."""
-    return max(64, _SUB_BLOCK_ELEMENTS // max(other, 1))
+    size = _SUB_BLOCK_ELEMENTS if xp is np else _GPU_SUB_BLOCK_ELEMENTS
+    return max(64, size // max(other, 1))
 
 
-def _sub_blocks(length: int, other: int):
-    step = _sub_step(other)
+def _sub_blocks(length: int, other: int, xp=np):
+    step = _sub_step(other, xp)
     for start in range(0, length, step):
         yield start, min(start + step, length)
 
@@ -348,7 +391,7 @@ def _stripe_sub(blocks, axis: int, start: int, stop: int, ctype):
     feature stripe). A single block gives a view or a converted copy; several
     blocks are merged into one small buffer (never the whole stripe).
     """
-    if len(blocks) == 1:
+    if len(blocks) == 1:  # a view, or a float copy (unpacked, for packed genotypes)
         b = blocks[0]
         return (b[start:stop] if axis == 0 else b[:, start:stop]).astype(ctype, copy=False)
     xp = _backend.namespace(blocks[0])
@@ -356,22 +399,23 @@ def _stripe_sub(blocks, axis: int, start: int, stop: int, ctype):
         out = xp.empty((stop - start, sum(b.shape[1] for b in blocks)), dtype=ctype)
         pos = 0
         for b in blocks:
-            out[:, pos : pos + b.shape[1]] = b[start:stop]
+            out[:, pos : pos + b.shape[1]] = b[start:stop].astype(ctype, copy=False)
             pos += b.shape[1]
     else:
         out = xp.empty((sum(b.shape[0] for b in blocks), stop - start), dtype=ctype)
         pos = 0
         for b in blocks:
-            out[pos : pos + b.shape[0]] = b[:, start:stop]
+            out[pos : pos + b.shape[0]] = b[:, start:stop].astype(ctype, copy=False)
             pos += b.shape[0]
     return out
 
 
-def _kernel_rows(blocks, DW, shift, first, fill_nan):
+def _kernel_rows(blocks, DW, shift, first, miss, fill):
     """One read of a sample stripe: ``Y_i = C_i DW`` and ``C_i^T [Y_i, 1]``.
 
     ``shift`` (the feature means, when known) is subtracted from each
-    sub-block before it is multiplied.
+    sub-block before it is multiplied; missing values are replaced by
+    ``fill`` (``missing="mean"``) or zero first.
     """
     xp = _backend.namespace(blocks[0])
     ctype = DW.dtype
@@ -382,12 +426,12 @@ def _kernel_rows(blocks, DW, shift, first, fill_nan):
     G = xp.zeros((l, l), dtype=np.float64)
     ysum = xp.zeros((l,), dtype=np.float64)
     sumsq = xp.zeros((n,), dtype=np.float64) if first else None
-    nancnt = xp.zeros((n,), dtype=np.int64) if (first and fill_nan) else None
-    ext = xp.ones((min(mi, _sub_step(n)), l + 1), dtype=ctype)
-    for r0, r1 in _sub_blocks(mi, n):
+    nancnt = xp.zeros((n,), dtype=np.int64) if (first and miss) else None
+    ext = xp.ones((min(mi, _sub_step(n, xp)), l + 1), dtype=ctype)
+    for r0, r1 in _sub_blocks(mi, n, xp):
         sub = _stripe_sub(blocks, 0, r0, r1, ctype)
-        if fill_nan:
-            sub, cnt = _fill(xp, sub, axis=0)
+        if miss:
+            sub, cnt = _fill_missing(xp, sub, miss, fill)
             if nancnt is not None:
                 nancnt += cnt
         if shift is not None:
@@ -405,24 +449,57 @@ def _kernel_rows(blocks, DW, shift, first, fill_nan):
     return Y, P, G, ysum, sumsq, nancnt
 
 
-def _fill(xp, sub, axis):
-    """Zero the NaN of a float sub-block (a copy only when there are any)."""
-    mask = xp.isnan(sub)
-    cnt = mask.sum(axis=axis)
-    if bool(cnt.any()):
-        sub = xp.where(mask, sub.dtype.type(0), sub)
-    return sub, cnt
+def _fill_missing(xp, sub, miss, fill=None):
+    """Replace the missing values of a float sub-block whose columns are features.
+
+    ``miss="nan"``: NaN become 0. ``miss="mean"``: NaN and negative values
+    become ``fill`` (per-feature means) or, when ``fill`` is None (the
+    sub-block holds every sample), the mean of the column's present values.
+    Returns the sub-block (a copy only when something was missing) and the
+    number of missing values per column.
+    """
+    mask = missing_mask(xp, sub, miss)
+    cnt = mask.sum(axis=0)
+    if not bool(cnt.any()):
+        return sub, cnt
+    if miss != "mean":
+        value = sub.dtype.type(0)
+    elif fill is None:
+        present = xp.where(mask, sub.dtype.type(0), sub).sum(axis=0, dtype=np.float64)
+        value = (present / xp.maximum(sub.shape[0] - cnt, 1)).astype(sub.dtype)
+    else:
+        value = fill
+    return xp.where(mask, value, sub), cnt
 
 
-def _rows_stats(P, sumsq, nancnt, m, center, w, describe):
+def _kernel_present(blocks):
+    """Per-feature sum and count of the present values in a sample stripe."""
+    xp = _backend.namespace(blocks[0])
+    mi, n = blocks[0].shape[0], sum(b.shape[1] for b in blocks)
+    sums = xp.zeros((n,), dtype=np.float64)
+    counts = xp.zeros((n,), dtype=np.int64)
+    for r0, r1 in _sub_blocks(mi, n, xp):
+        sub = _stripe_sub(blocks, 0, r0, r1, np.float32)
+        mask = missing_mask(xp, sub, "mean")
+        sums += xp.where(mask, np.float32(0), sub).sum(axis=0, dtype=np.float64)
+        counts += (r1 - r0) - mask.sum(axis=0)
+    return sums, counts
+
+
+def _present_means(sums, counts, ctype):
+    xp = _backend.namespace(sums)
+    return (sums / xp.maximum(counts, 1)).astype(ctype)
+
+
+def _rows_stats(P, sumsq, nancnt, m, center, w, describe, miss):
     colsum = P[:, -1]
-    nan_mask = (
-        None
-        if nancnt is None
-        else check_nan_counts(_backend.to_numpy(nancnt), m, describe=describe)
-    )
-    if nan_mask is not None:
-        nan_mask = _backend.namespace(P).asarray(nan_mask)
+    nan_mask = None
+    if nancnt is not None:
+        if miss == "mean":
+            nan_mask = nancnt == m
+        else:
+            nan_mask = check_nan_counts(_backend.to_numpy(nancnt), m, describe=describe)
+            nan_mask = _backend.namespace(P).asarray(nan_mask)
     mean = colsum / m if center else None
     ss = sumsq - m * mean**2 if center else sumsq
     if w is not None:
@@ -457,9 +534,10 @@ def _rows_scores(Y, c, M):
 # ----------------------------------------------------------- "cols" layout (C = B^T)
 
 
-def _run_cols(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
+def _run_cols(ex, xp, W, l, k, m, n, q, ctype, center, w, miss, describe, krylov=False):
     """Stripes are blocks of features (each holding every sample)."""
     meta, meta1, meta0, metab = _metas(xp)
+    sketches = []
     w_parts = [
         None if w is None else w[o : o + s] for o, s in zip(ex.offsets, ex.sizes, strict=True)
     ]
@@ -474,7 +552,7 @@ def _run_cols(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
             Wext,
             center,
             first,
-            fill_nan,
+            miss,
             describe,
             nout=6,
             per_stripe=(w_parts, off),
@@ -486,18 +564,26 @@ def _run_cols(ex, xp, W, l, k, m, n, q, ctype, center, w, fill_nan, describe):
         G = ex.sum(Gp)
         if p < q:
             W = ex.call(_orth, Z)
-            W, means, sss, nans = ex.checkpoint((W, means, sss, nans))
+            if krylov:
+                W, Z, Yc, means, sss, nans = ex.checkpoint((W, Z, Yc, means, sss, nans))
+                sketches.append((Yc, None, Z))
+            else:
+                W, means, sss, nans = ex.checkpoint((W, means, sss, nans))
         else:
             Z, G, Yc, means, sss, nans = ex.checkpoint((Z, G, Yc, means, sss, nans))
-    M, thin, S = ex.call(_finalize, Z, G, k, ctype, nout=3)
-    V_parts = ex.map(_cols_loadings, Yc, M, nout=1)
-    V = ex.concat(V_parts, [(s, k) for s in ex.sizes], np.float64, axis=0, meta=meta)
+            sketches.append((Yc, None, Z))
+    if krylov:
+        V, S, thin = _krylov_finish(ex, sketches, k, ctype, (n, k), meta)
+    else:
+        M, thin, S = ex.call(_finalize, Z, G, k, ctype, nout=3)
+        V_parts = ex.map(_cols_loadings, Yc, M, nout=1)
+        V = ex.concat(V_parts, [(s, k) for s in ex.sizes], np.float64, axis=0, meta=meta)
     U = ex.array(thin, (m, k), np.float64, meta=meta)
     S = ex.array(S, (k,), np.float64, meta=meta1)
     vec = [(s,) for s in ex.sizes]
     mean = None if not center else ex.concat(means, vec, np.float64, 0, meta=meta1)
     total_ss = ex.array(ex.call(_sum_scalars, *sss), (), np.float64, meta=meta0)
-    nan_mask = None if not fill_nan else ex.concat(nans, vec, bool, 0, meta=meta1)
+    nan_mask = None if not miss else ex.concat(nans, vec, bool, 0, meta=meta1)
     return V, U, S, mean, total_ss, nan_mask
 
 
@@ -511,7 +597,7 @@ def _sum_scalars(*xs):
     return sum(xs)
 
 
-def _kernel_cols(blocks, w, offset, Wext, center, first, fill_nan, describe):
+def _kernel_cols(blocks, w, offset, Wext, center, first, miss, describe):
     """One read of a feature stripe ``A_j`` (m x n_j), i.e. rows of ``C = B^T``.
 
     Every feature has all its samples here, so its mean is exact and local:
@@ -529,13 +615,17 @@ def _kernel_cols(blocks, w, offset, Wext, center, first, fill_nan, describe):
     G = xp.zeros((l, l), dtype=np.float64)
     corr = xp.zeros((l,), dtype=np.float64)
     mean = xp.empty((nj,), dtype=np.float64) if (first and center) else None
-    nan_mask = xp.zeros((nj,), dtype=bool) if (first and fill_nan) else None
+    nan_mask = xp.zeros((nj,), dtype=bool) if (first and miss) else None
     ss = 0.0
-    for c0, c1 in _sub_blocks(nj, m):
+    for c0, c1 in _sub_blocks(nj, m, xp):
         sub = _stripe_sub(blocks, 1, c0, c1, ctype)
-        if fill_nan:
-            sub, cnt = _fill(xp, sub, axis=0)
-            if nan_mask is not None:
+        if miss:
+            # every sample of these features is here: missing="mean" fills the
+            # column's own mean of present values
+            sub, cnt = _fill_missing(xp, sub, miss)
+            if nan_mask is not None and miss == "mean":
+                nan_mask[c0:c1] = cnt == m
+            elif nan_mask is not None:
                 nan_mask[c0:c1] = xp.asarray(
                     check_nan_counts(
                         _backend.to_numpy(cnt), m, offset=offset + c0, describe=describe
@@ -573,6 +663,42 @@ def _cols_loadings(Yc, M):
 
 
 # ---------------------------------------------------------------- shared small math
+
+
+def _krylov_finish(ex, sketches, k, ctype, shape, meta):
+    """Singular vectors from the span of every pass's sketch (block Krylov).
+
+    ``sketches`` holds per pass ``(Y blocks, mean row or None, Z)`` with
+    ``Z = C^T Y``; stacking them side by side gives ``K`` and ``C^T K``, and
+    ``_finalize`` works on those exactly as on one sketch. Only small
+    matrices are touched: the data are not read again.
+    """
+    blocks = [y for y, _, _ in sketches]
+    rows = [c for _, c, _ in sketches]
+    K, G = ex.call(_krylov_basis, blocks, rows, nout=2)
+    Z = ex.call(_hstack, [z for _, _, z in sketches])
+    M, thin, S = ex.call(_finalize, Z, G, k, ctype, nout=3)
+    side = ex.array(ex.call(_matmul, K, M), shape, np.float64, meta=meta)
+    return side, S, thin
+
+
+def _krylov_basis(blocks_per_pass, rows, *_):
+    """``K = [Y_0 - c_0, ..., Y_q - c_q]`` (float64) and its Gram matrix ``K^T K``."""
+    xp = _backend.namespace(blocks_per_pass[0][0])
+    parts = []
+    for blocks, c in zip(blocks_per_pass, rows, strict=True):
+        y = xp.concatenate([b.astype(np.float64) for b in blocks], axis=0)
+        parts.append(y if c is None else y - c[None, :])
+    K = xp.concatenate(parts, axis=1)
+    return K, K.T @ K
+
+
+def _hstack(parts):
+    return _backend.namespace(parts[0]).concatenate(parts, axis=1)
+
+
+def _matmul(a, b):
+    return a @ b
 
 
 def _orth(Z):

@@ -1,0 +1,181 @@
+"""GPU (CuPy) paths. Tests marked ``gpu`` skip without CuPy or a CUDA device.
+
+The tests at the bottom run everywhere: they check what a machine without a
+GPU must do (clear errors, nothing imported, the same random test matrix).
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+
+import xsvd
+from xsvd import _backend
+from xsvd._packed import PackedGenotypes
+
+
+def _gpu_available() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+@pytest.fixture
+def cp():
+    import cupy
+
+    return cupy
+
+
+@pytest.fixture
+def genotypes():
+    return xsvd.datasets.genotypes(n_variants=6_000, n_samples=400, seed=0)
+
+
+def _as_cupy(da_, cp):
+    return da_.copy(data=cp.asarray(da_.values))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a CUDA device")
+@pytest.mark.parametrize("chunked", [False, True])
+def test_cupy_results_stay_on_gpu_and_match_numpy(cp, genotypes, chunked):
+    host = genotypes.astype("float32")
+    dev = _as_cupy(host, cp)
+    if chunked:
+        host, dev = host.chunk(variants=1_500), dev.chunk(variants=1_500)
+    kw = dict(k=5, dim="samples", center=True, seed=3, n_power_iter=3)
+    r_host = host.svd.compressed(**kw)
+    r_dev = dev.svd.compressed(**kw)
+    assert isinstance(r_dev.U.data, cp.ndarray) and isinstance(r_dev.V.data, cp.ndarray)
+    back = r_dev.as_numpy()
+    assert isinstance(back.S.data, np.ndarray)
+    # same test matrix on both backends: values agree to float32 rounding, signs exactly
+    np.testing.assert_allclose(back.S.values, r_host.S.values, rtol=1e-4)
+    np.testing.assert_allclose(back.V.values[:2], r_host.V.values[:2], atol=1e-4)
+    np.testing.assert_allclose(back.U.values[:, :2], r_host.U.values[:, :2], atol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a CUDA device")
+def test_exact_on_cupy_matches_lapack(cp):
+    sst = xsvd.datasets.climate_field(n_time=80, n_lat=10, n_lon=20)
+    r_host = sst.svd.exact(dim="time", center=True, k=4)
+    r_dev = sst.svd.exact(dim="time", center=True, k=4, device="gpu")
+    assert isinstance(r_dev.S.data, cp.ndarray)
+    out = r_dev.as_numpy()
+    np.testing.assert_allclose(out.S.values, r_host.S.values, rtol=1e-10)
+    np.testing.assert_allclose(out.V.values, r_host.V.values, atol=1e-8)  # NaN at land alike
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a CUDA device")
+def test_device_option_moves_numpy_and_dask_input(cp, genotypes):
+    host = genotypes.chunk(variants=2_000)
+    res = host.svd.compressed(k=3, dim="samples", center=True, seed=0, device="gpu")
+    assert isinstance(res.S.data, cp.ndarray)
+    again = _as_cupy(genotypes, cp).svd.compressed(
+        k=3, dim="samples", center=True, seed=0, device="cpu"
+    )
+    assert isinstance(again.S.data, np.ndarray)
+    np.testing.assert_allclose(res.as_numpy().S.values, again.S.values, rtol=1e-4)
+    assert isinstance(again.as_cupy().U.data, cp.ndarray)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a CUDA device")
+def test_packed_genotypes_on_gpu(cp, genotypes):
+    packed = xsvd.pack_genotypes(genotypes)
+    on_gpu = packed.copy(data=_backend.to_cupy(packed.data))
+    assert isinstance(on_gpu.data, PackedGenotypes) and isinstance(on_gpu.data.data, cp.ndarray)
+    kw = dict(k=4, dim="samples", center=True, seed=1, missing="mean")
+    r_dev = on_gpu.svd.compressed(**kw)
+    r_host = packed.svd.compressed(**kw)
+    assert isinstance(r_dev.S.data, cp.ndarray)
+    np.testing.assert_allclose(r_dev.as_numpy().S.values, r_host.S.values, rtol=1e-4)
+    lazy = xsvd.pack_genotypes(genotypes.chunk(variants=2_000)).svd.compressed(**kw, device="gpu")
+    np.testing.assert_allclose(lazy.as_numpy().S.values, r_host.S.values, rtol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu_available(), reason="needs CuPy and a CUDA device")
+def test_zarr_gpu_buffers_give_cupy_chunks(cp, genotypes, tmp_path):
+    import zarr
+
+    path = tmp_path / "gt.zarr"
+    genotypes.to_dataset().to_zarr(path)
+    with zarr.config.enable_gpu():
+        gt = xsvd.open_zarr(path, "genotype")
+        assert isinstance(gt.data._meta, cp.ndarray)
+        assert isinstance(gt.data.blocks[0, 0].compute(), cp.ndarray)
+        res = gt.svd.compressed(k=3, dim="samples", center=True, seed=0)
+    assert isinstance(res.S.data, cp.ndarray)
+    ref = genotypes.svd.compressed(k=3, dim="samples", center=True, seed=0)
+    np.testing.assert_allclose(res.as_numpy().S.values, ref.S.values, rtol=1e-4)
+
+
+# ------------------------------------------------------------- without a GPU
+
+
+def test_test_matrix_is_backend_independent_and_gaussian():
+    a = _backend.standard_normal(np, 7, (4_000, 25), np.float64)
+    again = _backend.standard_normal(np, 7, (4_000, 25), np.float64)
+    np.testing.assert_array_equal(a, again)
+    assert abs(a.mean()) < 0.01 and abs(a.std() - 1) < 0.01
+    assert abs(np.corrcoef(a[:, 0], a[:, 1])[0, 1]) < 0.05
+    f32 = _backend.standard_normal(np, 7, (4_000, 25), np.float32)
+    np.testing.assert_allclose(f32, a, rtol=1e-6, atol=1e-6)
+    assert not np.array_equal(a, _backend.standard_normal(np, 8, (4_000, 25), np.float64))
+    # known values: NumPy and CuPy compute exactly this (a change would show here)
+    np.testing.assert_allclose(
+        _backend.standard_normal(np, 0, (3,), np.float64),
+        [1.43676007, -0.4135908, 1.1388944],
+        rtol=1e-7,
+    )
+
+
+def test_asking_for_the_gpu_without_cupy_names_the_extra(monkeypatch, genotypes):
+    real_import = builtins.__import__
+
+    def no_cupy(name, *args, **kwargs):
+        if name == "cupy" or name.startswith("cupy."):
+            raise ImportError("No module named 'cupy'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(builtins, "__import__", no_cupy)
+    with pytest.raises(ImportError, match=r'pip install "xsvd\[gpu\]"'):
+        genotypes.svd.compressed(k=3, dim="samples", device="gpu")
+    res = genotypes.svd.compressed(k=3, dim="samples", seed=0, device="cpu")
+    with pytest.raises(ImportError, match=r'pip install "xsvd\[gpu\]"'):
+        res.as_cupy()
+    assert isinstance(res.as_numpy().U.data, np.ndarray)
+
+
+def test_bad_device_is_a_clear_error(genotypes):
+    with pytest.raises(ValueError, match=r"device must be 'gpu', 'cpu' or None"):
+        genotypes.svd.compressed(k=3, dim="samples", device="tpu")
+
+
+def test_importing_xsvd_does_not_import_cupy():
+    import subprocess
+
+    code = "import sys, xsvd; print('cupy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_device_cpu_keeps_dask_lazy(genotypes):
+    lazy = genotypes.chunk(variants=2_000)
+    moved = _backend.move_dataarray(lazy, "cpu")
+    assert moved is lazy  # already in host memory
+    assert isinstance(_backend.to_host(lazy.data), da.Array)
+    xr.testing.assert_identical(moved, lazy)
