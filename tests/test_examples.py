@@ -38,6 +38,18 @@ EXPECTED = {
         r"POP2: PC1 ",
         r"Samples closest to their own population's mean: 100\.0%",
     ],
+    "genomics_plink.py": [
+        r"Wrote a PLINK 1 file set: \S+\.bed, \S+\.bim, \S+\.fam",
+        r"missing calls: 3\.0%",
+        r"open_plink: \(variants=4000, samples=200\), \d+ Dask chunk\(s\) of PackedGenotypes",
+        r"coordinates: variants, chrom, position, .*family_id",
+        r"patterson_scaling: kept \d{4} of 4000 variants",
+        r"compressed SVD, k=10: \d+\.\d\d s \(\d+ passes\)",
+        r"Eigenvalues \(PLINK 2's \.eigenval scale",
+        r"PC1-PC2 plane: 100\.0% of samples in their own population",
+        # plink2 is optional: either the comparison or the note that it is missing
+        r"plink2 not found on PATH|plink2 --pca 10 meanimpute",
+    ],
 }
 
 

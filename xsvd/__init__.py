@@ -15,6 +15,7 @@ from .accessor import SVDAccessor, register
 from .api import choose_method, compressed, exact, svd
 from .genomics import dosage, open_plink, pack_genotypes, patterson_scaling, write_plink
 from .io import StoreReadError, open_result, open_zarr
+from ._packed import PackedGenotypes
 from .linalg import MissingValueError
 from .result import SVDResult
 
@@ -40,6 +41,7 @@ __all__ = [
     "open_plink",
     "write_plink",
     "pack_genotypes",
+    "PackedGenotypes",
     "dosage",
     "patterson_scaling",
     "__version__",

@@ -113,8 +113,8 @@ def svd(
         negative values (PLINK's and sgkit's missing calls) as missing and
         stands each for its feature's mean over the samples where it is
         present, inside the products (no filled copy of the data). With
-        ``center=True`` they then contribute zero, the usual genomics
-        convention.
+        ``center=True`` they then contribute zero: mean imputation, as
+        PLINK 2's ``--pca meanimpute`` and sgkit's ``mean_impute`` do.
     device : {None, "gpu", "cpu"}
         Move the data before solving: ``"gpu"`` to CuPy (Dask chunks are
         moved one by one, lazily), ``"cpu"`` to NumPy; None (default) leaves

@@ -9,7 +9,7 @@
 - :func:`dosage` turns a VCF-Zarr / sgkit ``call_genotype`` into allele
   dosages, lazily, with missing calls as NaN.
 - :func:`patterson_scaling` gives the per-variant scaling of PLINK 2's
-  ``--pca`` and sgkit's ``pca`` (Patterson, Price & Reich 2006).
+  ``--pca`` (Patterson, Price & Reich 2006).
 
 Values are counts of one allele (0, 1, 2) as float32 with NaN for missing
 calls; for ``.bed`` files, counts of allele 1 (the ``.bim``'s fifth column),
@@ -77,7 +77,7 @@ def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
     """Open a PLINK 1 ``.bed`` file set as a lazy ``(variants, samples)`` DataArray.
 
     The genotypes stay 2-bit packed: each Dask chunk holds the file's bytes
-    for a block of variants (a :class:`~xsvd._packed.PackedGenotypes`), and
+    for a block of variants (a :class:`~xsvd.PackedGenotypes`), and
     xsvd's solvers unpack a small sub-block at a time inside the products.
     Anything else (``.values``, arithmetic, ``.mean()``) sees float32 values:
     the count of allele 1 (0, 1, 2) and NaN for missing calls.
@@ -350,8 +350,9 @@ def pack_genotypes(gt: xr.DataArray, *, dim: Hashable = "samples") -> xr.DataArr
 def dosage(ds: xr.Dataset, *, genotype: str = "call_genotype") -> xr.DataArray:
     """Alternate-allele dosage ``(variants, samples)`` of a VCF-Zarr / sgkit dataset.
 
-    The sum over ``ploidy`` of ``call_genotype`` (allele indices, 0 = reference),
-    computed lazily chunk by chunk; a call with any allele missing (negative
+    The number of non-reference alleles of each call in ``call_genotype``
+    (allele indices, 0 = reference; any other index counts once, so
+    multi-allelic sites give 0-2 as well), computed lazily chunk by chunk; a call with any allele missing (negative
     index, as sgkit and bio2zarr write them) is NaN, which
     ``missing="mean"`` then handles. 1-D per-variant and per-sample variables
     (``variant_position``, ``variant_contig``, ``sample_id``, ...) become
@@ -398,7 +399,8 @@ def dosage(ds: xr.Dataset, *, genotype: str = "call_genotype") -> xr.DataArray:
 def _dosage_block(g):
     xp = _backend.namespace(g)
     missing = (g < 0).any(axis=-1)
-    out = g.sum(axis=-1, dtype=np.int16).astype(np.float32)
+    # count of non-reference alleles (0/2 at a multi-allelic site counts 1, as in sgkit)
+    out = (g > 0).sum(axis=-1, dtype=np.int16).astype(np.float32)
     return xp.where(missing, xp.float32(np.nan), out)
 
 
@@ -408,7 +410,7 @@ def _dosage_block(g):
 def patterson_scaling(
     gt: xr.DataArray, *, dim: Hashable = "samples"
 ) -> tuple[xr.DataArray, xr.DataArray]:
-    """PLINK 2's and sgkit's per-variant scaling for PCA (Patterson et al. 2006).
+    """PLINK 2's per-variant scaling for PCA (Patterson, Price & Reich 2006).
 
     Each variant ``j`` with allele frequency ``p_j`` (its mean count / 2 over
     the samples with a call) enters the PCA as ``(x - 2 p_j) / sqrt(2 p_j
@@ -429,7 +431,11 @@ def patterson_scaling(
     principal components (PLINK 2's ``.eigenvec`` up to sign). ``krylov=True``
     keeps the noise eigenvalues (components 3 and up of a few populations)
     accurate, as PLINK 2's ``--pca approx`` does with its own block Krylov
-    method.
+    method. Missing calls: ``missing="mean"`` is PLINK 2's ``--pca
+    meanimpute`` (and ``--pca approx``); plain ``--pca`` corrects the
+    relationship matrix for missingness instead. sgkit's ``PattersonScaler``
+    divides by ``sqrt(p (1 - p))``, so its singular values are ``sqrt(2)``
+    times these; U, V and explained-variance ratios are the same.
 
     Parameters
     ----------

@@ -64,8 +64,8 @@ def missing_mode(dtype, missing: str) -> str | None:
     - ``"nan"``: NaN features are allowed only when NaN at every sample (zero
       columns, NaN in ``V``); any other NaN is an error;
     - ``"mean"``: NaN and negative values are missing and stand for the
-      feature's mean over the samples where it is present (PLINK's and
-      sgkit's convention for missing calls).
+      feature's mean over the samples where it is present (mean
+      imputation, as PLINK 2's ``--pca meanimpute``).
     """
     if missing not in MISSING_OPTIONS:
         raise ValueError(
