@@ -1,14 +1,113 @@
-"""Shared fixtures and helpers for the xsvd tests."""
+"""Shared fixtures and helpers for the xsvd tests.
+
+``backend``: a fixture that runs a test on every array backend the core
+supports (NumPy; Dask cut into stripes of samples or of features; CuPy and
+Dask of CuPy chunks, which skip without CuPy and a CUDA device).
+
+``XSVD_TEST_WITHOUT=pkg1,pkg2`` hides installed optional packages from the
+tests (as if they were not installed), to check that the tests needing them
+skip with a reason instead of failing (``test_optional_dependencies.py``).
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import weakref
 from contextlib import contextmanager
+from dataclasses import dataclass
 
-import dask
-import numpy as np
-import pytest
+#: The packages of xsvd's extras (import names): tests needing one skip without it.
+OPTIONAL_PACKAGES = (
+    "zarr",
+    "fsspec",
+    "aiohttp",
+    "requests",
+    "pint",
+    "pint_xarray",
+    "matplotlib",
+    "distributed",
+    "bed_reader",
+    "sphinx",
+    "hypothesis",
+    "cupy",
+    "cupy_xarray",
+    "cartopy",
+    "eofs",
+    "xeofs",
+)
+
+for _name in filter(None, os.environ.get("XSVD_TEST_WITHOUT", "").split(",")):
+    sys.modules[_name] = None  # `import _name` now raises ImportError
+
+import dask  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+def gpu_available() -> bool:
+    """True when CuPy is installed and sees a CUDA device."""
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+_GPU = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a GPU")]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Puts a NumPy test matrix on one backend and brings results back to NumPy."""
+
+    name: str
+
+    @property
+    def lazy(self) -> bool:
+        return self.name.startswith("dask")
+
+    def __call__(self, a: np.ndarray):
+        if "cupy" in self.name:
+            import cupy
+
+            a = cupy.asarray(a)
+        if not self.lazy:
+            return a
+        import dask.array as da
+
+        m, n = a.shape
+        if self.name.endswith("features"):  # stripes of features: every sample in each chunk
+            chunks = (-1, max(1, -(-n // 3)))
+        else:  # stripes of samples
+            chunks = (max(1, -(-m // 4)), -1)
+        return da.from_array(a, chunks=chunks)
+
+    def host(self, *xs):
+        """NumPy copies of ``xs`` (computed together when lazy); one array for one argument."""
+        out = [None if x is None else _to_numpy(x) for x in dask.compute(*xs)]
+        return out[0] if len(out) == 1 else out
+
+
+def _to_numpy(x):
+    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
+
+
+BACKENDS = [
+    "numpy",
+    "dask-samples",
+    "dask-features",
+    pytest.param("cupy", marks=_GPU),
+    pytest.param("dask-cupy", marks=_GPU),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> Backend:
+    """Each core test once per backend (CuPy ones skip without a GPU)."""
+    return Backend(request.param)
 
 
 def random_orthonormal(rng, n: int, r: int) -> np.ndarray:

@@ -207,7 +207,7 @@ def test_numpy_and_dask_accessor_identical(sst):
     # fewer samples than features: NumPy cuts feature stripes, so chunk the features
     # (every chunk holding all samples) for the same sketch and bit-for-bit-close results
     r_da = sst.chunk({"time": -1, "lat": 6}).svd.compressed(**kw)
-    assert r_da.settings["layout"] == r_np.settings["layout"]
+    assert r_da.settings["stripes"] == r_np.settings["stripes"]
     for a, b in zip(r_np, r_da, strict=True):
         np.testing.assert_allclose(a.values, b.values, rtol=1e-10, atol=1e-12)
 
@@ -330,3 +330,34 @@ def test_results_are_float64_for_both_solvers(field3d):
     x = field3d.astype("float32")
     for res in (x.svd.exact(dim="time", k=2), x.svd.compressed(dim="time", k=2, seed=0)):
         assert {v.dtype for v in res} == {np.dtype("float64")}
+
+
+# ------------------------------------------------ documented edge cases
+
+
+def test_zero_singular_values_give_zero_scores_not_nan():
+    a = matrix_with_spectrum([3.0, 2.0], 60, 40, seed=7)  # rank 2, asked for 4
+    x = xr.DataArray(a, dims=("s", "f"))
+    with pytest.warns(RuntimeWarning, match="numerical rank 2"):
+        res = x.svd.compressed(k=4, dim="s", seed=0)
+    np.testing.assert_array_equal(res.S.values[2:], 0)
+    scores = res.project(x)
+    assert np.isfinite(scores.values).all()
+    np.testing.assert_array_equal(scores.values[:, 2:], 0)
+    np.testing.assert_allclose(scores.values[:, :2], res.U.values[:, :2], atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["exact", "compressed"])
+def test_zero_weight_features_reconstruct_as_nan(field3d, method):
+    w = xr.DataArray(np.r_[0.0, np.linspace(0.5, 1.5, field3d.sizes["lat"] - 1)], dims="lat")
+    kw = dict(dim="time", center=True, weights=w)
+    res = (
+        field3d.svd.exact(**kw) if method == "exact" else field3d.svd.compressed(k=5, seed=0, **kw)
+    )
+    rec = res.reconstruct()
+    assert rec.isel(lat=0).isnull().all()  # weight 0: the values cannot be recovered
+    assert not rec.isel(lat=slice(1, None)).isnull().any()
+    if method == "exact":  # all components: the input back where the weights are not 0
+        xr.testing.assert_allclose(
+            rec.isel(lat=slice(1, None)), field3d.isel(lat=slice(1, None)), rtol=1e-9
+        )

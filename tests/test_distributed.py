@@ -7,7 +7,9 @@ import pytest
 
 from xsvd import datasets
 
-distributed = pytest.importorskip("distributed")
+distributed = pytest.importorskip(
+    "distributed", reason='needs distributed: pip install "xsvd[distributed]"'
+)
 
 
 @pytest.fixture(scope="module")

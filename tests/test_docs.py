@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 for _name in ("sphinx", "furo", "numpydoc", "myst_parser", "sphinx_autosummary_accessors"):
-    pytest.importorskip(_name, reason='building the docs needs pip install -e ".[docs]"')
+    pytest.importorskip(_name, reason=f'building the docs needs {_name}: pip install -e ".[docs]"')
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

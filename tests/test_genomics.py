@@ -189,7 +189,10 @@ def toy_bed(tmp_path, rng):
 
 
 def test_plink_round_trip_against_bed_reader(toy_bed, tmp_path):
-    from bed_reader import open_bed, to_bed
+    bed_reader = pytest.importorskip(
+        "bed_reader", reason="the PLINK cross-check needs bed-reader (in the test extra)"
+    )
+    open_bed, to_bed = bed_reader.open_bed, bed_reader.to_bed
 
     prefix, gt = toy_bed
     with open_bed(f"{prefix}.bed") as bed:  # xsvd's file, read by bed-reader
@@ -236,8 +239,8 @@ def test_svd_of_a_bed_file_never_unpacks_more_than_a_sub_block(toy_bed, monkeypa
         return out
 
     monkeypatch.setattr(PackedGenotypes, "_base_block", spy)
-    monkeypatch.setattr("xsvd.linalg.randomized._SUB_BLOCK_ELEMENTS", 50_000)
-    res = bed.svd.compressed(k=4, dim="samples", center=True, missing="mean", seed=0)
+    with xsvd.set_options(sub_block_elements=50_000):
+        res = bed.svd.compressed(k=4, dim="samples", center=True, missing="mean", seed=0)
     assert largest and max(largest) <= 64 * 1_500 < bed.size / 3
     ref = gt.svd.compressed(k=4, dim="samples", center=True, missing="mean", seed=0)
     np.testing.assert_allclose(res.S[:2], ref.S[:2], rtol=1e-5)  # beyond 2: noise, flat
@@ -335,6 +338,7 @@ def _vcf_zarr_dataset(rng, n_var=600, n_samp=80):
 
 
 def test_vcf_zarr_dosage_one_liner(tmp_path, rng):
+    pytest.importorskip("zarr", reason='needs zarr: pip install "xsvd[io]"')
     ds, expected = _vcf_zarr_dataset(rng)
     ds.chunk(variants=200).to_zarr(tmp_path / "calls.zarr")
     ds = xr.open_zarr(tmp_path / "calls.zarr")

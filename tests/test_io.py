@@ -14,7 +14,7 @@ import xarray as xr
 import xsvd
 from xsvd import datasets
 
-pytest.importorskip("zarr")
+pytest.importorskip("zarr", reason='needs zarr: pip install "xsvd[io]"')
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +29,8 @@ def store(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def server(store):
     """Serve the store's folder over HTTP on 127.0.0.1; chunk 'c/2/0' answers 403."""
+    for name in ("fsspec", "aiohttp", "requests"):
+        pytest.importorskip(name, reason=f'HTTP stores need {name}: pip install "xsvd[io]"')
 
     class Handler(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
@@ -80,10 +82,10 @@ def test_open_zarr_streams_and_matches_memory(store):
     assert all(c % 1000 == 0 or c == 6000 for c in xsvd.open_zarr(store).chunks[0])
 
 
-def test_large_storage_chunks_warn(store, monkeypatch):
-    monkeypatch.setattr(xsvd.io, "LARGE_CHUNK_BYTES", 1000)
-    with pytest.warns(UserWarning, match="smaller chunks"):
-        xsvd.open_zarr(store, "genotype")
+def test_large_storage_chunks_warn(store):
+    with xsvd.set_options(large_storage_chunk_bytes=1000):
+        with pytest.warns(UserWarning, match="smaller chunks"):
+            xsvd.open_zarr(store, "genotype")
 
 
 def test_missing_store_and_variable(tmp_path, store):
@@ -189,3 +191,41 @@ def test_progress_shows_each_pass(capsys):
     lazy = gt.svd.exact(dim="samples", k=2, compute=False)
     lazy.compute(progress=True)
     assert "100% Completed" in capsys.readouterr().out
+
+
+# --------------------------------------------------------- saved form
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_results_saved_by_format_1_still_open():
+    """Stores written by `to_zarr` before the saved form had a version 2 (tests/data)."""
+    back = xsvd.open_result(DATA / "format1-climate.zarr")
+    expected = np.load(DATA / "format1-climate-expected.npz")
+    np.testing.assert_array_equal(back.U.values, expected["U"])
+    np.testing.assert_array_equal(back.S.values, expected["S"])
+    np.testing.assert_array_equal(back.V.values, expected["V"])
+    np.testing.assert_array_equal(back.mean.values, expected["mean"])
+    np.testing.assert_allclose(back.reconstruct().values, expected["rec"], rtol=1e-12)
+    np.testing.assert_allclose(back.explained_variance_ratio.values, expected["evr"])
+    assert back.V.dims == ("component", "lat", "lon") and back.method == "compressed"
+    assert back.settings["stripes"] == "features"  # was "layout": "cols"
+    assert back.settings["seed"] == 5 and back.center and back.settings["weighted"]
+    units = xsvd.open_result(DATA / "format1-units.zarr")
+    assert units.method == "exact" and units.S.attrs["units"] == "meter"
+    assert units.reconstruct().attrs["units"] == "meter"
+
+
+def test_to_dataset_holds_everything_from_dataset_needs():
+    sst, res = _result()
+    ds = res.to_dataset()
+    assert ds.attrs["xsvd_format"] == 2 and ds.attrs["xsvd_n_power_iter"] == 2
+    assert ds.attrs["xsvd_center"] == 1 and ds.attrs["xsvd_krylov"] == 0
+    back = xsvd.SVDResult.from_dataset(ds)
+    for a, b in zip(res, back, strict=True):
+        xr.testing.assert_identical(a, b)
+    assert back.settings == res.settings
+    xr.testing.assert_allclose(back.reconstruct(), res.reconstruct())
+    xr.testing.assert_allclose(back.project(sst), res.project(sst))
+    with pytest.raises(ValueError, match="not written by xsvd"):
+        xsvd.SVDResult.from_dataset(sst.to_dataset())

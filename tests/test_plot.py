@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-matplotlib = pytest.importorskip("matplotlib")
+matplotlib = pytest.importorskip("matplotlib", reason='needs matplotlib: pip install "xsvd[plot]"')
 matplotlib.use("Agg")
 
 import dask  # noqa: E402

@@ -12,8 +12,8 @@ from conftest import matrix_with_spectrum, raise_if_dask_computes
 
 import xsvd
 
-pint = pytest.importorskip("pint")
-pytest.importorskip("pint_xarray")
+pint = pytest.importorskip("pint", reason='needs pint and pint-xarray: pip install "xsvd[units]"')
+pytest.importorskip("pint_xarray", reason='needs pint and pint-xarray: pip install "xsvd[units]"')
 
 # Any place that silently drops units is a bug.
 pytestmark = pytest.mark.filterwarnings("error::pint.UnitStrippedWarning")
@@ -236,7 +236,7 @@ def test_to_dataset_writes_units_as_attributes(quantified):
 
 
 def test_units_survive_to_zarr_as_attributes(quantified, tmp_path):
-    pytest.importorskip("zarr")
+    pytest.importorskip("zarr", reason='needs zarr: pip install "xsvd[io]"')
     res = quantified.svd(k=2, dim="time", center=True)
     path = tmp_path / "r.zarr"
     res.to_zarr(path)

@@ -11,13 +11,14 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from . import datasets
+from ._options import get_options, set_options
+from ._packed import PackedGenotypes
 from .accessor import SVDAccessor, register
 from .api import choose_method, compressed, exact, svd
 from .genomics import dosage, open_plink, pack_genotypes, patterson_scaling, write_plink
-from .io import StoreReadError, open_result, open_zarr
-from ._packed import PackedGenotypes
+from .io import StoreReadError, open_zarr
 from .linalg import MissingValueError
-from .result import SVDResult
+from .result import SVDResult, open_result
 
 try:
     __version__ = version("xsvd")
@@ -44,5 +45,7 @@ __all__ = [
     "PackedGenotypes",
     "dosage",
     "patterson_scaling",
+    "set_options",
+    "get_options",
     "__version__",
 ]

@@ -1,29 +1,48 @@
-"""The one place that tells NumPy, CuPy and Dask arrays apart.
+"""The one place that tells NumPy, CuPy, Dask and packed arrays apart.
 
 Everything else in xsvd asks this module: "is this lazy?", "which array
-namespace do its chunks use?", "give me random numbers on that backend".
-CuPy and Dask are imported lazily, so importing xsvd never needs either
-(dask is a core dependency but is still only imported where used).
+module works on it (or on its chunks)?", "give me random numbers on that
+backend", "put this vector where those data are". No other module tests the
+type of an array or imports CuPy. CuPy and Dask are imported lazily, so
+importing xsvd never needs either (dask is a core dependency but is still only
+imported where used).
+
+*Packed* arrays hold values in fewer bits than their dtype (xsvd's 2-bit
+genotypes, :class:`xsvd.PackedGenotypes`). This module knows them only by a
+small protocol, not by their class:
+
+- ``bits_per_value``: bits of storage per value;
+- ``data``: the storage, a NumPy or CuPy array;
+- ``with_data(storage)``: the same array over other storage (e.g. on the GPU);
+- slicing and ``astype(float)`` give plain values, one sub-block at a time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ._packed import PackedGenotypes
-
 __all__ = [
     "is_dask",
+    "is_lazy",
+    "holds_lazy",
     "is_cupy",
+    "is_packed",
     "chunk_type",
     "namespace",
+    "array_module",
+    "where",
+    "on_backend_of",
+    "map_blocks",
+    "compute",
+    "persist",
     "to_numpy",
     "standard_normal",
     "compute_dtype",
-    "is_packed",
     "bytes_per_value",
     "require_cupy",
     "move",
@@ -42,6 +61,28 @@ def is_dask(x: Any) -> bool:
     return isinstance(x, da.Array)
 
 
+def is_lazy(x: Any) -> bool:
+    """True for any Dask collection (array, delayed, ...), without importing dask."""
+    if "dask" not in sys.modules:
+        return False
+    import dask
+
+    return dask.is_dask_collection(x)
+
+
+def holds_lazy(obj: Any) -> bool:
+    """True when ``obj`` is or holds a Dask collection (in lists, tuples, dicts, dataclasses)."""
+    if is_lazy(obj):
+        return True
+    if isinstance(obj, list | tuple):
+        return any(holds_lazy(o) for o in obj)
+    if isinstance(obj, dict):
+        return any(holds_lazy(o) for o in obj.values())
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return any(holds_lazy(getattr(obj, f.name)) for f in dataclasses.fields(obj))
+    return False
+
+
 def is_cupy(x: Any) -> bool:
     """True for a CuPy array (never imports CuPy)."""
     cp = sys.modules.get("cupy")
@@ -56,25 +97,82 @@ def chunk_type(x: Any) -> Any:
 
 
 def is_packed(x: Any) -> bool:
-    """True for 2-bit packed genotypes, in memory or as the chunks of a dask array."""
-    return isinstance(chunk_type(x), PackedGenotypes)
+    """True for packed values (the protocol above), in memory or as the chunks of a dask array."""
+    return hasattr(chunk_type(x), "bits_per_value")
 
 
 def bytes_per_value(x: Any) -> float:
-    """Bytes of memory per value of ``x`` (a quarter for packed genotypes)."""
-    return 0.25 if is_packed(x) else float(np.dtype(x.dtype).itemsize)
+    """Bytes of memory per value of ``x`` (a quarter for 2-bit genotypes)."""
+    meta = chunk_type(x)
+    if is_packed(meta):
+        return meta.bits_per_value / 8
+    return float(np.dtype(x.dtype).itemsize)
 
 
 def namespace(x: Any):
     """The array module (numpy or cupy) that operates on ``x`` or on its chunks."""
     meta = chunk_type(x)
-    if isinstance(meta, PackedGenotypes):
+    if is_packed(meta):
         meta = meta.data
     if is_cupy(meta):
         import cupy
 
         return cupy
     return np
+
+
+def array_module(x: Any):
+    """The module whose functions take ``x`` whole: ``dask.array``, ``cupy`` or ``numpy``."""
+    if is_dask(x):
+        import dask.array as da
+
+        return da
+    return namespace(x)
+
+
+def where(condition, x, y):
+    """``where`` on whatever backend the arguments live (lazy if any of them is Dask)."""
+    for arg in (condition, x, y):
+        if is_dask(arg):
+            import dask.array as da
+
+            return da.where(condition, x, y)
+    for arg in (condition, x, y):
+        if is_cupy(arg):
+            return namespace(arg).where(condition, x, y)
+    return np.where(condition, x, y)
+
+
+def on_backend_of(vector, like):
+    """A small NumPy array moved to the memory of ``like`` (GPU when it or its chunks are CuPy)."""
+    return namespace(like).asarray(vector)
+
+
+def map_blocks(fn: Callable, x, *args, dtype, meta=None):
+    """``fn(x, *args)``, block by block for a Dask ``x`` (lazily), at once otherwise."""
+    if is_dask(x):
+        extra = {} if meta is None else {"meta": meta}
+        return x.map_blocks(fn, *args, dtype=dtype, **extra)
+    return fn(x, *args)
+
+
+def compute(*xs, **kwargs):
+    """The values of ``xs`` (tuple): Dask collections, wherever they are in ``xs``, computed
+    together; everything else as it is."""
+    if holds_lazy(xs):
+        import dask
+
+        return dask.compute(*xs, **kwargs)
+    return xs
+
+
+def persist(*xs, **kwargs):
+    """``xs`` (tuple) with their Dask collections computed and kept in (cluster) memory."""
+    if holds_lazy(xs):
+        import dask
+
+        return dask.persist(*xs, **kwargs)
+    return xs
 
 
 def to_numpy(x: Any) -> np.ndarray:
@@ -148,14 +246,14 @@ def require_cupy(what: str = "Using the GPU"):
 def _block_to_cupy(b):
     import cupy
 
-    if isinstance(b, PackedGenotypes):
-        return PackedGenotypes(cupy.asarray(b.data), b.n, b.offset, b.transposed)
+    if is_packed(b):
+        return b.with_data(cupy.asarray(b.data))
     return cupy.asarray(b)
 
 
 def _block_to_numpy(b):
-    if isinstance(b, PackedGenotypes):
-        return PackedGenotypes(to_numpy(b.data), b.n, b.offset, b.transposed)
+    if is_packed(b):
+        return b.with_data(to_numpy(b.data))
     return to_numpy(b)
 
 
@@ -165,7 +263,7 @@ def to_cupy(x: Any) -> Any:
     if is_dask(x):
         meta = _block_to_cupy(chunk_type(x)[(slice(0, 0),) * x.ndim])
         return x.map_blocks(_block_to_cupy, dtype=x.dtype, meta=meta)
-    if isinstance(x, PackedGenotypes) or is_cupy(x):
+    if is_packed(x) or is_cupy(x):
         return _block_to_cupy(x)
     return cupy.asarray(x)
 

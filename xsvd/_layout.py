@@ -4,7 +4,10 @@ A :class:`Layout` records how an N-D DataArray maps to the (samples x
 features) matrix the solvers see: which dimensions are samples (the rows, the
 ``dim`` argument) and which are features (all others, in the input's order),
 their sizes and coordinates. It stacks data to that matrix with a plain
-reshape (no MultiIndex is built) and labels the solvers' plain arrays back.
+reshape (no MultiIndex is built), labels the solvers' plain arrays back, and
+takes labeled results apart again (``*_values``) when a saved result is
+reopened. :meth:`Layout.description` and :meth:`Layout.from_description`
+save and restore it (with the coordinates kept in the saved Dataset).
 """
 
 from __future__ import annotations
@@ -162,13 +165,50 @@ class Layout:
             )
         return vec
 
-    def describe_features(self) -> FeatureLocator:
+    def feature_locator(self) -> FeatureLocator:
         """A small picklable object that names features in error messages."""
         coords = {}
         for d in self.feature_dims:
             if d in self.coords and self.sizes[d] <= 100_000:
                 coords[d] = np.asarray(self.coords[d].values)
         return FeatureLocator(self.feature_dims, self.feature_shape, coords)
+
+    # ------------------------------------------------------------ save/restore
+    def description(self) -> dict:
+        """What, besides the coordinates, restores this layout: JSON-able values."""
+        return {
+            "name": None if self.name is None else str(self.name),
+            "dims": [str(d) for d in self.dims],
+            "sample_dims": [str(d) for d in self.sample_dims],
+            "input_attrs": _jsonable(self.attrs),
+        }
+
+    @classmethod
+    def from_description(cls, description: dict, ds: xr.Dataset) -> Layout:
+        """The layout of a saved result: ``description`` plus the sizes and coords of ``ds``."""
+        dims = tuple(description["dims"])
+        sample_dims = tuple(description["sample_dims"])
+        return cls(
+            name=description["name"],
+            dims=dims,
+            sample_dims=sample_dims,
+            feature_dims=tuple(d for d in dims if d not in sample_dims),
+            sizes={d: ds.sizes[d] for d in dims},
+            coords={k: v.variable for k, v in ds.coords.items() if COMPONENT not in v.dims},
+            attrs=dict(description["input_attrs"]),
+        )
+
+    def samples_values(self, U: xr.DataArray) -> np.ndarray:
+        """Inverse of :meth:`label_samples`: the (samples x k) array of ``U``."""
+        return U.transpose(*self.sample_dims, COMPONENT).values.reshape(self.n_samples, -1)
+
+    def features_values(self, V: xr.DataArray) -> np.ndarray:
+        """Inverse of :meth:`label_features`: the (features x k) array of ``V``."""
+        return V.transpose(COMPONENT, *self.feature_dims).values.reshape(-1, self.n_features).T
+
+    def feature_vector_values(self, x: xr.DataArray) -> np.ndarray:
+        """Inverse of :meth:`label_feature_vector`: the (features,) array of ``x``."""
+        return x.transpose(*self.feature_dims).values.reshape(self.n_features)
 
     # ---------------------------------------------------------------- labels
     def _coords_on(self, dims: Iterable[Hashable]) -> dict:
@@ -249,6 +289,21 @@ class FeatureLocator:
             parts.append("(" + ", ".join(items) + ")")
         more = f" and {idx.size - 5} more" if idx.size > 5 else ""
         return ", ".join(parts) + more
+
+
+def _jsonable(obj: Any):
+    """``obj`` with NumPy scalars and arrays as plain Python, anything else unknown as text."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if obj is None or isinstance(obj, bool | int | float | str):
+        return obj
+    return str(obj)
 
 
 def _fmt(value: Any) -> str:

@@ -25,12 +25,12 @@ Pure arrays: no xarray here.
 
 from __future__ import annotations
 
-import sys
-from typing import Any
-
 import numpy as np
 
-__all__ = ["PackedGenotypes", "pack", "is_packed"]
+from . import _backend
+from ._missing import GENOTYPES
+
+__all__ = ["PackedGenotypes", "pack"]
 
 #: value of each 2-bit code (index = code)
 _CODE_VALUE = np.array([2.0, np.nan, 1.0, 0.0], dtype=np.float32)
@@ -41,13 +41,6 @@ _BYTE_SUMSQ = np.nansum(_BYTE_VALUES**2, axis=1).astype(np.float64)
 _BYTE_CALLED = (~np.isnan(_BYTE_VALUES)).sum(axis=1).astype(np.int64)
 
 _tables: dict = {}
-
-
-def _xp(data):
-    cp = sys.modules.get("cupy")
-    if cp is not None and isinstance(data, cp.ndarray):
-        return cp
-    return np
 
 
 def _table(xp, name: str, dtype=None):
@@ -66,10 +59,6 @@ def _table(xp, name: str, dtype=None):
     return _tables[key]
 
 
-def is_packed(x: Any) -> bool:
-    return isinstance(x, PackedGenotypes)
-
-
 def pack(values, xp=None):
     """Pack 0/1/2 genotype values (NaN or negative = missing) along the last axis.
 
@@ -83,16 +72,16 @@ def pack(values, xp=None):
     -------
     PackedGenotypes
     """
-    xp = _xp(values) if xp is None else xp
+    xp = _backend.namespace(values) if xp is None else xp
     v = xp.asarray(values)
     if v.ndim != 2:
         raise ValueError(f"Packing needs a 2-D (variants x samples) array, got {v.ndim}-D.")
     rows, n = v.shape
     vf = v.astype(np.float32, copy=False)
-    missing = xp.isnan(vf) | (vf < 0)
+    missing = GENOTYPES.mask(xp, vf)
     ok = missing | (vf == 0) | (vf == 1) | (vf == 2)
     if not bool(ok.all()):
-        bad = _to_host(vf[~ok][:5])
+        bad = _backend.to_numpy(vf[~ok][:5])
         raise ValueError(
             "Only genotype values 0, 1 and 2 (allele counts of a diploid call), NaN or "
             f"negative values (missing) can be packed to 2 bits; found {bad.tolist()}. "
@@ -106,10 +95,6 @@ def pack(values, xp=None):
     c[missing] = 1
     packed = code[:, 0::4] | (code[:, 1::4] << 2) | (code[:, 2::4] << 4) | (code[:, 3::4] << 6)
     return PackedGenotypes(xp.ascontiguousarray(packed), n)
-
-
-def _to_host(x):
-    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
 
 
 class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
@@ -131,6 +116,8 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
     __array_priority__ = 20
     dtype = np.dtype(np.float32)
     ndim = 2
+    #: bits of storage per value (the packed-array protocol of ``xsvd._backend``)
+    bits_per_value = 2
 
     def __init__(self, data, n: int, offset: int = 0, transposed: bool = False):
         if data.dtype != np.uint8 or data.ndim != 2:
@@ -168,7 +155,11 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
 
     @property
     def xp(self):
-        return _xp(self.data)
+        return _backend.namespace(self.data)
+
+    def with_data(self, data) -> PackedGenotypes:
+        """The same genotypes over other storage (e.g. the bytes moved to the GPU)."""
+        return PackedGenotypes(data, self.n, self.offset, self.transposed)
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -279,7 +270,7 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
 
     # -------------------------------------------------- NumPy / CuPy protocol
     def __array__(self, dtype=None, copy=None):
-        out = _to_host(self.unpack())
+        out = _backend.to_numpy(self.unpack())
         return out if dtype is None else out.astype(dtype)
 
     def __array_function__(self, func, types, args, kwargs):

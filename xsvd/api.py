@@ -308,6 +308,7 @@ def _run(
         dtype=dtype,
         krylov=krylov,
     )
+    show = Progress() if progress and _backend.is_dask(a) else None
     if method == "exact":
         given = [name for name, v in compressed_only.items() if v is not None]
         if given:
@@ -317,25 +318,29 @@ def _run(
                 f"was chosen. Drop {pron} or pass `method='compressed'`."
             )
         d = exact_svd(
-            a, k, center=center, weights=w, missing=missing, describe=layout.describe_features()
+            a,
+            k,
+            center=center,
+            weights=w,
+            missing=missing,
+            locate=layout.feature_locator(),
+            compute=compute,
+            progress=show,
         )
     else:
-        q = DEFAULT_N_POWER_ITER if n_power_iter is None else n_power_iter
-        show = Progress(total_passes=q + 1) if progress and _backend.is_dask(a) else None
         d = randomized_svd(
             a,
             k,
             center=center,
             weights=w,
-            n_power_iter=q,
+            n_power_iter=DEFAULT_N_POWER_ITER if n_power_iter is None else n_power_iter,
             n_oversamples=DEFAULT_N_OVERSAMPLES if n_oversamples is None else n_oversamples,
             seed=seed,
             dtype=dtype,
             missing=missing,
             krylov=bool(krylov),
-            describe=layout.describe_features(),
+            locate=layout.feature_locator(),
             compute=compute,
             progress=show,
         )
-    result = SVDResult(d, layout, center=center, weights=w, units=units)
-    return result.compute(progress=progress) if compute else result
+    return SVDResult(d, layout, center=center, weights=w, units=units)

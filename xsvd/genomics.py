@@ -26,6 +26,7 @@ import numpy as np
 import xarray as xr
 
 from . import _backend
+from ._missing import GENOTYPES
 from ._packed import PackedGenotypes, pack
 
 __all__ = ["open_plink", "write_plink", "pack_genotypes", "dosage", "patterson_scaling"]
@@ -238,7 +239,7 @@ def write_plink(gt: xr.DataArray, path, *, dim: Hashable = "samples") -> None:
                 block = data[a:b]
                 if _backend.is_dask(block):
                     block = block.compute()
-                if isinstance(block, PackedGenotypes):
+                if _backend.is_packed(block):
                     block = block.unpack()
                 f.write(_backend.to_numpy(pack(_backend.to_numpy(block)).data).tobytes())
         _write_table(bim, _bim_table(gt, vdim), written)
@@ -336,7 +337,7 @@ def pack_genotypes(gt: xr.DataArray, *, dim: Hashable = "samples") -> xr.DataArr
         xp = _backend.namespace(data)
         meta = PackedGenotypes(xp.empty((0, 0), dtype=np.uint8), 0)
         packed = data.map_blocks(pack, dtype=np.float32, meta=meta)
-    elif isinstance(data, PackedGenotypes):
+    elif _backend.is_packed(data):
         packed = data
     else:
         packed = pack(data)
@@ -352,8 +353,9 @@ def dosage(ds: xr.Dataset, *, genotype: str = "call_genotype") -> xr.DataArray:
 
     The number of non-reference alleles of each call in ``call_genotype``
     (allele indices, 0 = reference; any other index counts once, so
-    multi-allelic sites give 0-2 as well), computed lazily chunk by chunk; a call with any allele missing (negative
-    index, as sgkit and bio2zarr write them) is NaN, which
+    multi-allelic sites give 0-2 as well), computed lazily chunk by chunk; a
+    call with any allele missing (negative index, as sgkit and bio2zarr write
+    them) is NaN, which
     ``missing="mean"`` then handles. 1-D per-variant and per-sample variables
     (``variant_position``, ``variant_contig``, ``sample_id``, ...) become
     coordinates; ``sample_id`` labels the samples.
@@ -398,7 +400,7 @@ def dosage(ds: xr.Dataset, *, genotype: str = "call_genotype") -> xr.DataArray:
 
 def _dosage_block(g):
     xp = _backend.namespace(g)
-    missing = (g < 0).any(axis=-1)
+    missing = GENOTYPES.mask(xp, g).any(axis=-1)  # an allele index < 0 is a missing call
     # count of non-reference alleles (0/2 at a multi-allelic site counts 1, as in sgkit)
     out = (g > 0).sum(axis=-1, dtype=np.int16).astype(np.float32)
     return xp.where(missing, xp.float32(np.nan), out)
@@ -497,12 +499,12 @@ def _called_sums(a):
 
 
 def _block_sums(b):
-    if isinstance(b, PackedGenotypes) and not b.transposed:
+    if _backend.is_packed(b) and not b.transposed:
         s, _, c = b.called_stats()
         return _backend.to_numpy(s), _backend.to_numpy(c)
     xp = _backend.namespace(b)
-    x = b.astype(np.float64) if isinstance(b, PackedGenotypes) else xp.asarray(b, dtype=np.float64)
-    ok = ~(xp.isnan(x) | (x < 0))
+    x = b.astype(np.float64) if _backend.is_packed(b) else xp.asarray(b, dtype=np.float64)
+    ok = ~GENOTYPES.mask(xp, x)
     return (
         _backend.to_numpy(xp.where(ok, x, 0).sum(axis=1)),
         _backend.to_numpy(ok.sum(axis=1)),

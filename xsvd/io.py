@@ -1,4 +1,4 @@
-"""Zarr in and out: stream a store into the solver, save and reopen results.
+"""Zarr store mechanics: stream a store into the solver, write and read Datasets.
 
 - :func:`open_zarr` opens a variable of a Zarr store (local path or URL read
   through fsspec, e.g. ``http://``, ``s3://``, ``gs://``) as a Dask-backed
@@ -6,10 +6,11 @@
   (rechunk-on-read: small storage chunks are merged when read, no rechunk in
   the graph), and whose read errors name the store, the variable and the
   chunk.
-- :meth:`SVDResult.to_zarr` / :func:`open_result` save a result (U, S, V,
-  coordinates, attrs and the solver settings) and reopen it. Writing is
-  atomic for local paths: the store is written under a temporary name next to
-  the target and renamed into place, so a failure leaves nothing behind.
+- :func:`write_store` writes a Dataset atomically for local paths: the store
+  is written under a temporary name next to the target and renamed into
+  place, so a failure leaves nothing behind. :func:`read_store` opens one,
+  with errors that name it. What a result's Dataset holds is
+  :class:`xsvd.SVDResult`'s business (``to_dataset`` / ``from_dataset``).
 
 zarr (and fsspec with aiohttp/requests for URLs) are optional: ``pip install
 "xsvd[io]"``.
@@ -17,24 +18,23 @@ zarr (and fsspec with aiohttp/requests for URLs) are optional: ``pip install
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
 import uuid
 import warnings
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["open_zarr", "open_result", "StoreReadError", "plan_chunks"]
+from . import _backend
+from ._options import OPTIONS
+
+__all__ = ["open_zarr", "StoreReadError", "plan_chunks", "write_store", "read_store"]
 
 #: Dask chunks are made about this large by merging storage chunks.
 TARGET_CHUNK_BYTES = 128 * 2**20
-#: Storage chunks larger than this are read whole by every task: warn.
-LARGE_CHUNK_BYTES = 1024 * 2**20
 
 
 class StoreReadError(OSError):
@@ -170,15 +170,13 @@ def _zarr_gpu_enabled() -> bool:
 
 def _decode_on_gpu(raw, encoding: dict, dtype):
     """CF decoding xarray would do on the host (fill values, scale, offset), with CuPy."""
-    import cupy
-
     x = raw
     fill = encoding.get("_FillValue")
     scale, offset = encoding.get("scale_factor"), encoding.get("add_offset")
     if np.dtype(dtype).kind == "f":
         x = x.astype(dtype, copy=False)
         if fill is not None and not (isinstance(fill, float) and np.isnan(fill)):
-            x = cupy.where(raw == fill, cupy.nan, x)
+            x = _backend.where(raw == fill, np.nan, x)
     if scale is not None:
         x = x * scale
     if offset is not None:
@@ -244,17 +242,7 @@ def open_zarr(
             f"Could not open the Zarr store {name!r}: {type(exc).__name__}: {exc}. "
             "Check that the path or URL exists and is a Zarr store."
         ) from exc
-    if variable is None:
-        if len(ds.data_vars) != 1:
-            raise ValueError(
-                f"The store {name!r} holds the variables {list(ds.data_vars)}; choose one "
-                "with `variable=`."
-            )
-        variable = next(iter(ds.data_vars))
-    if variable not in ds.data_vars:
-        raise ValueError(
-            f"The store {name!r} has no variable {variable!r}; it holds {list(ds.data_vars)}."
-        )
+    variable = pick_variable(ds, variable, name)
     var = ds[variable]
     storage = var.encoding.get("chunks") or var.shape
     if chunks is None:
@@ -262,7 +250,7 @@ def open_zarr(
     else:
         plan = tuple(int(chunks.get(d, s)) for d, s in zip(var.dims, storage, strict=True))
     size = math.prod(storage) * var.dtype.itemsize
-    if size > LARGE_CHUNK_BYTES:
+    if size > OPTIONS["large_storage_chunk_bytes"]:
         warnings.warn(
             f"The store's chunks of {variable!r} hold {size / 2**20:.0f} MiB each, and every "
             "task reads at least one whole chunk: memory per worker thread is at least "
@@ -279,9 +267,7 @@ def open_zarr(
         # CuPy arrays from the start (xarray's reader would turn them into NumPy)
         import zarr
 
-        from ._backend import require_cupy
-
-        cupy = require_cupy("Reading Zarr into GPU memory")
+        cupy = _backend.require_cupy("Reading Zarr into GPU memory")
         group = zarr.open_group(store, mode="r", storage_options=storage_options)
         gpu_array = group[variable]
         meta = cupy.empty((0,) * var.ndim, dtype=var.dtype)
@@ -300,8 +286,13 @@ def open_zarr(
 # -------------------------------------------------------------------- write
 
 
-def write_result(ds: xr.Dataset, path: str | os.PathLike, *, mode: str = "w-") -> None:
-    """Write a result Dataset to a Zarr store, atomically for local paths."""
+def write_store(ds: xr.Dataset, path: str | os.PathLike, *, mode: str = "w-") -> None:
+    """Write a Dataset to a Zarr store, atomically for local paths.
+
+    ``mode="w-"`` refuses an existing path, ``mode="w"`` replaces it. A local
+    store is written under a temporary name next to ``path`` and renamed into
+    place, so a failure leaves nothing behind.
+    """
     _require_zarr()
     if mode not in ("w-", "w"):
         raise ValueError(f"mode must be 'w-' (fail if the path exists) or 'w', got {mode!r}.")
@@ -329,130 +320,12 @@ def write_result(ds: xr.Dataset, path: str | os.PathLike, *, mode: str = "w-") -
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def result_dataset(result) -> xr.Dataset:
-    """The Dataset that :meth:`SVDResult.to_zarr` writes (settings as JSON attrs)."""
-    L = result._layout
-    d = result._d
-    ds = result.to_dataset()
-    ds["total_variance"] = xr.DataArray(d.total_ss)
-    if d.nan_features is not None:
-        ds["nan_features"] = L.label_feature_vector(d.nan_features, "nan_features")
-    ds.attrs = {
-        "xsvd_format": 1,
-        "xsvd_method": result.method,
-        "xsvd_settings": json.dumps(_jsonable(result.settings)),
-        "xsvd_center": int(result.center),
-        "xsvd_name": json.dumps(L.name if L.name is None else str(L.name)),
-        "xsvd_dims": json.dumps([str(d_) for d_ in L.dims]),
-        "xsvd_sample_dims": json.dumps([str(d_) for d_ in L.sample_dims]),
-        "xsvd_input_attrs": json.dumps(_jsonable(L.attrs)),
-    }
-    data_units = result._unit("data")
-    if data_units is not None:  # pint-quantified input: kept as a units attribute
-        ds.attrs["xsvd_data_units"] = str(data_units)
-    return ds
-
-
-def _jsonable(obj: Any):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if obj is None or isinstance(obj, bool | int | float | str):
-        return obj
-    return str(obj)
-
-
-def open_result(path: str | os.PathLike, *, storage_options: dict | None = None):
-    """Reopen a result saved with :meth:`SVDResult.to_zarr`.
-
-    Parameters
-    ----------
-    path : str or path
-        The result's Zarr store: a local path or a URL that fsspec can read.
-    storage_options : dict, optional
-        Passed to fsspec for URLs.
-
-    Returns
-    -------
-    SVDResult
-        The same U, S, V, coordinates, attrs and settings, loaded into
-        memory; it can ``reconstruct()`` and ``project()`` as the original
-        could. Pint units of a quantified input come back as ``units``
-        attributes (on ``S`` and on ``reconstruct()``), not as quantities.
-
-    Raises
-    ------
-    StoreReadError
-        When the store cannot be opened.
-    ValueError
-        When the store was not written by :meth:`SVDResult.to_zarr`.
-
-    Examples
-    --------
-    >>> import tempfile, xsvd
-    >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
-    >>> res = sst.svd(k=3, dim="time", center=True)
-    >>> path = tempfile.mkdtemp() + "/eofs.zarr"
-    >>> res.to_zarr(path)
-    >>> back = xsvd.open_result(path)
-    >>> back.method, back.V.dims
-    ('exact', ('component', 'lat', 'lon'))
-    """
+def read_store(path: str | os.PathLike, *, storage_options: dict | None = None) -> xr.Dataset:
+    """Open a Zarr store as a Dataset (lazily), or raise :class:`StoreReadError` naming it."""
     _require_zarr()
-    from ._layout import Layout
-    from .linalg import Decomposition
-    from .result import SVDResult
-
-    name = os.fspath(path)
     try:
-        ds = xr.open_zarr(path, storage_options=storage_options).load()
+        return xr.open_zarr(path, storage_options=storage_options)
     except Exception as exc:
         raise StoreReadError(
-            f"Could not open the result store {name!r}: {type(exc).__name__}: {exc}."
+            f"Could not open the store {os.fspath(path)!r}: {type(exc).__name__}: {exc}."
         ) from exc
-    if "xsvd_format" not in ds.attrs:
-        raise ValueError(f"{name!r} is not a result written by xsvd's `to_zarr`.")
-    dims = tuple(json.loads(ds.attrs["xsvd_dims"]))
-    sample_dims = tuple(json.loads(ds.attrs["xsvd_sample_dims"]))
-    feature_dims = tuple(d for d in dims if d not in sample_dims)
-    sizes = {d: ds.sizes[d] for d in dims}
-    coords = {k: v.variable for k, v in ds.coords.items() if "component" not in v.dims}
-    attrs = json.loads(ds.attrs["xsvd_input_attrs"])
-    if "xsvd_data_units" in ds.attrs:  # the input was quantified: units as an attribute
-        attrs.setdefault("units", ds.attrs["xsvd_data_units"])
-    layout = Layout(
-        name=json.loads(ds.attrs["xsvd_name"]),
-        dims=dims,
-        sample_dims=sample_dims,
-        feature_dims=feature_dims,
-        sizes=sizes,
-        coords=coords,
-        attrs=attrs,
-    )
-    k = ds.sizes["component"]
-    U = ds.U.transpose(*sample_dims, "component").values.reshape(-1, k)
-    V = ds.V.transpose("component", *feature_dims).values.reshape(k, -1).T
-    mean = ds["mean"].transpose(*feature_dims).values.reshape(-1) if "mean" in ds else None
-    nan_features = None
-    if "nan_features" in ds:
-        nan_features = ds["nan_features"].transpose(*feature_dims).values.reshape(-1)
-        if mean is not None:
-            mean = np.where(nan_features, 0.0, mean)
-    weights = ds["weights"].transpose(*feature_dims).values.reshape(-1) if "weights" in ds else None
-    settings = json.loads(ds.attrs["xsvd_settings"])
-    d = Decomposition(
-        U,
-        ds.S.values,
-        V,
-        mean,
-        np.asarray(ds["total_variance"].values),
-        nan_features,
-        ds.attrs["xsvd_method"],
-        {k_: v for k_, v in settings.items() if k_ not in ("center", "weighted")},
-    )
-    return SVDResult(d, layout, center=bool(ds.attrs["xsvd_center"]), weights=weights)

@@ -29,13 +29,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
+from . import _backend
+from ._layout import COMPONENT
+
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 __all__ = ["ResultPlotter"]
 
-COMPONENT = "component"
 _MISSING_MPL = 'Plotting needs matplotlib: pip install "xsvd[plot]"'
 _MAX_LEGEND_CATEGORIES = 20
 _DEFAULT_N_COMPONENTS = 6
@@ -356,12 +358,7 @@ class ResultPlotter:
 # --------------------------------------------------------------------- helpers
 def _materialize(*arrays: xr.DataArray) -> tuple[xr.DataArray, ...]:
     """The arrays in memory as NumPy: lazy ones computed together, CuPy copied."""
-    from dask.base import is_dask_collection
-
-    if any(is_dask_collection(a) for a in arrays):
-        import dask
-
-        arrays = dask.compute(*arrays)
+    arrays = _backend.compute(*arrays)
     return tuple(a.as_numpy() for a in arrays)
 
 

@@ -1,17 +1,48 @@
-"""The labeled result of an SVD: ``U, S, V = res`` and what can be done with it."""
+"""The labeled result of an SVD: ``U, S, V = res`` and what can be done with it.
+
+The result also owns its saved form: :meth:`SVDResult.to_dataset` writes
+everything needed to restore it into one Dataset (the format below), and
+:meth:`SVDResult.from_dataset` / :func:`open_result` restore it, the layout of
+dims and coordinates through :class:`~xsvd._layout.Layout`. :mod:`xsvd.io`
+only moves Datasets to and from stores.
+
+The saved form (``xsvd_format = 2``): variables ``U``, ``S``, ``V``,
+``explained_variance_ratio``, ``total_variance``, and where they apply
+``mean``, ``weights`` and ``nan_features``, with the input's coordinates; and
+attributes
+
+- ``xsvd_format``, ``xsvd_method``;
+- ``xsvd_name``, ``xsvd_dims``, ``xsvd_sample_dims``, ``xsvd_input_attrs``:
+  the layout, JSON text;
+- ``xsvd_data_units``: the units of pint-quantified input;
+- ``xsvd_<setting>`` for each solver setting (``xsvd_seed``, ...): numbers and
+  text as they are, booleans as 0/1; settings that are None are left out.
+
+Results saved by earlier versions (``xsvd_format = 1``, the settings as one
+JSON attribute) still open.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from . import _backend, _units
+from . import _backend, _units, io
 from ._layout import COMPONENT, Layout
 from .linalg import Decomposition
 
-__all__ = ["SVDResult"]
+__all__ = ["SVDResult", "open_result"]
+
+#: The version of the saved form that :meth:`SVDResult.to_dataset` writes.
+FORMAT = 2
+#: Settings that are booleans (saved as 0/1).
+_BOOLEAN_SETTINGS = frozenset({"krylov", "center", "weighted"})
+#: Attributes of the saved form that are not settings.
+_LAYOUT_ATTRS = ("name", "dims", "sample_dims", "input_attrs")
 
 
 class SVDResult:
@@ -88,7 +119,7 @@ class SVDResult:
     def __repr__(self) -> str:
         L = self._layout
         k = self.S.sizes[COMPONENT]
-        lazy = " (lazy)" if _backend.is_dask(self._d.S) else ""
+        lazy = " (lazy)" if self._d.lazy_parts() else ""
         return (
             f"<xsvd.SVDResult{lazy}: method={self.method!r}, k={k}, "
             f"samples={dict((d, L.sizes[d]) for d in L.sample_dims)}, "
@@ -116,30 +147,24 @@ class SVDResult:
         if progress and not kwargs:
             from ._progress import Progress
 
-            lazy = _lazy_parts(self._d)
-            if lazy:
-                import dataclasses
-
-                done = Progress().compute(lazy)
-                return self._with(dataclasses.replace(self._d, **done))
-            return self
-        return self._with(_dask_apply("compute", self._d, **kwargs))
+            return self._with(self._d.computed(Progress()))
+        return self._with(self._d.computed(**kwargs))
 
     def persist(self, **kwargs) -> SVDResult:
         """A copy whose lazy parts are computed and kept in (cluster) memory."""
-        return self._with(_dask_apply("persist", self._d, **kwargs))
+        return self._with(self._d.persisted(**kwargs))
 
     # ------------------------------------------------------------ devices
     def as_numpy(self) -> SVDResult:
         """A copy in host memory: NumPy arrays (lazy results: Dask arrays of NumPy chunks)."""
-        return self._with(_moved(self._d, "cpu"))
+        return self._with(self._d.moved("cpu"))
 
     def as_cupy(self) -> SVDResult:
         """A copy on the GPU: CuPy arrays (lazy results: Dask arrays of CuPy chunks).
 
         Needs CuPy (``pip install "xsvd[gpu]"``) and a CUDA device.
         """
-        return self._with(_moved(self._d, "gpu"))
+        return self._with(self._d.moved("gpu"))
 
     def _with(self, d: Decomposition) -> SVDResult:
         return SVDResult(
@@ -157,7 +182,7 @@ class SVDResult:
         d = self._d
         if d.mean is None:
             return None
-        mean = d.mean if d.nan_features is None else _nan_where(d.nan_features, d.mean)
+        mean = d.mean if d.nan_features is None else _backend.where(d.nan_features, np.nan, d.mean)
         return _units.quantify(self._layout.label_feature_vector(mean, "mean"), self._unit("data"))
 
     @property
@@ -201,7 +226,7 @@ class SVDResult:
             w = self._weights
             with np.errstate(divide="ignore", invalid="ignore"):
                 inv = np.where(w != 0, 1.0 / np.where(w != 0, w, 1.0), np.nan)
-            X = X * _on_backend(inv, X)
+            X = X * _backend.on_backend_of(inv, X)
         if d.mean is not None:
             X = X + d.mean
         units = self._unit("data")
@@ -235,14 +260,14 @@ class SVDResult:
         V = d.V
         if d.nan_features is not None:
             mask = d.nan_features
-            V = _fill_rows(V, mask)
-            X = _fill_masked_features(X, mask)
+            V = _backend.where(mask[:, None], 0, V)
+            X = _backend.map_blocks(_zero_masked, X, mask[None, :], dtype=X.dtype)
         dtype = np.float32 if X.dtype == np.float32 else np.float64
         X = X.astype(dtype)
         if d.mean is not None:
             X = X - d.mean
         if self._weights is not None:
-            X = X * _on_backend(self._weights, X)
+            X = X * _backend.on_backend_of(self._weights, X)
         scores = X @ V
         S = d.S
         scores = scores / _safe(S)
@@ -257,100 +282,149 @@ class SVDResult:
         leaves no partial store. An existing path is only replaced with
         ``mode="w"``. Needs ``pip install "xsvd[io]"``.
         """
-        from .io import result_dataset, write_result
-
-        write_result(result_dataset(self.as_numpy()), path, mode=mode)
+        io.write_store(self.as_numpy().to_dataset(), path, mode=mode)
 
     def to_dataset(self) -> xr.Dataset:
-        """U, S, V (and the mean and explained variance) as one Dataset, for saving.
+        """Everything that restores this result, as one Dataset (see the module docstring).
 
-        Pint units become ``units`` attributes (as ``.pint.dequantify()`` does).
+        U, S, V, the explained variance, the total variance, and where they
+        apply the mean, the weights and the all-NaN feature mask, with the
+        input's coordinates; the solver settings and the layout in the
+        attributes. Pint units become ``units`` attributes (as
+        ``.pint.dequantify()`` does). :meth:`from_dataset` (and
+        :func:`xsvd.open_result` for a saved store) restores the result.
         """
+        L, d = self._layout, self._d
         data = {"U": self.U, "S": _units.dequantify(self.S), "V": self.V}
         data["explained_variance_ratio"] = self.explained_variance_ratio
+        data["total_variance"] = xr.DataArray(d.total_ss, name="total_variance")
         if self.mean is not None:
             data["mean"] = _units.dequantify(self.mean)
         if self._weights is not None:
-            data["weights"] = self._layout.label_feature_vector(self._weights, "weights")
+            data["weights"] = L.label_feature_vector(self._weights, "weights")
+        if d.nan_features is not None:
+            data["nan_features"] = L.label_feature_vector(d.nan_features, "nan_features")
         ds = xr.Dataset(data)
-        ds.attrs = {
-            "xsvd_method": self.method,
-            "xsvd_sample_dims": list(map(str, self._layout.sample_dims)),
-            **{f"xsvd_{k}": _attr(v) for k, v in self.settings.items() if v is not None},
-        }
+        attrs: dict[str, Any] = {"xsvd_format": FORMAT, "xsvd_method": self.method}
+        attrs.update({f"xsvd_{k}": json.dumps(v) for k, v in L.description().items()})
+        data_units = self._unit("data")
+        if data_units is not None:
+            attrs["xsvd_data_units"] = str(data_units)
+        for key, value in self.settings.items():
+            if value is not None:
+                attrs[f"xsvd_{key}"] = int(value) if key in _BOOLEAN_SETTINGS else _plain(value)
+        ds.attrs = attrs
         return ds
 
+    @classmethod
+    def from_dataset(cls, ds: xr.Dataset) -> SVDResult:
+        """The result saved in ``ds`` by :meth:`to_dataset` (loaded into memory).
 
-_PARTS = ("U", "S", "V", "mean", "total_ss", "nan_features")
-
-
-def _moved(d: Decomposition, device: str) -> Decomposition:
-    import dataclasses
-
-    parts = {n: getattr(d, n) for n in _PARTS if getattr(d, n) is not None}
-    return dataclasses.replace(d, **{n: _backend.move(x, device) for n, x in parts.items()})
-
-
-def _lazy_parts(d: Decomposition) -> dict:
-    return {name: getattr(d, name) for name in _PARTS if _backend.is_dask(getattr(d, name))}
-
-
-def _dask_apply(how: str, d: Decomposition, **kwargs) -> Decomposition:
-    """``dask.compute`` or ``dask.persist`` every lazy part of a decomposition at once."""
-    import dataclasses
-
-    lazy = _lazy_parts(d)
-    if not lazy:
-        return d
-    import dask
-
-    done = getattr(dask, how)(*lazy.values(), **kwargs)
-    return dataclasses.replace(d, **dict(zip(lazy, done, strict=True)))
-
-
-def _attr(v: Any):
-    if isinstance(v, bool | np.bool_):
-        return int(v)
-    return v
-
-
-def _on_backend(vec: np.ndarray, like):
-    """A NumPy vector moved to the backend of ``like`` (CuPy when its chunks are)."""
-    xp = _backend.namespace(like)
-    return xp.asarray(vec)
+        Raises ``ValueError`` when ``ds`` was not written by :meth:`to_dataset`.
+        """
+        if "xsvd_format" not in ds.attrs:
+            raise ValueError(
+                "This Dataset was not written by xsvd (`SVDResult.to_dataset` or `to_zarr`): "
+                "it has no `xsvd_format` attribute."
+            )
+        ds = ds.load()
+        layout_desc, settings, center, data_units = _read_attrs(ds.attrs)
+        layout = Layout.from_description(layout_desc, ds)
+        if data_units is not None:  # the input was quantified: units as an attribute
+            layout.attrs.setdefault("units", data_units)
+        nan_features = None
+        if "nan_features" in ds:
+            nan_features = layout.feature_vector_values(ds["nan_features"]).astype(bool)
+        mean = None
+        if "mean" in ds:
+            mean = layout.feature_vector_values(ds["mean"])
+            if nan_features is not None:  # the solver's mean is 0 there, NaN only in the label
+                mean = np.where(nan_features, 0.0, mean)
+        weights = layout.feature_vector_values(ds["weights"]) if "weights" in ds else None
+        d = Decomposition(
+            layout.samples_values(ds["U"]),
+            ds["S"].values,
+            layout.features_values(ds["V"]),
+            mean,
+            np.asarray(ds["total_variance"].values),
+            nan_features,
+            ds.attrs["xsvd_method"],
+            {k: v for k, v in settings.items() if k not in ("center", "weighted")},
+        )
+        return cls(d, layout, center=center, weights=weights)
 
 
-def _nan_where(mask, x):
-    if _backend.is_dask(x) or _backend.is_dask(mask):
-        import dask.array as da
+def open_result(path: str | os.PathLike, *, storage_options: dict | None = None) -> SVDResult:
+    """Reopen a result saved with :meth:`SVDResult.to_zarr`.
 
-        return da.where(mask, np.nan, x)
-    return _backend.namespace(x).where(mask, np.nan, x)
+    Parameters
+    ----------
+    path : str or path
+        The result's Zarr store: a local path or a URL that fsspec can read.
+    storage_options : dict, optional
+        Passed to fsspec for URLs.
+
+    Returns
+    -------
+    SVDResult
+        The same U, S, V, coordinates, attrs and settings, loaded into
+        memory; it can ``reconstruct()`` and ``project()`` as the original
+        could. Pint units of a quantified input come back as ``units``
+        attributes (on ``S`` and on ``reconstruct()``), not as quantities.
+
+    Raises
+    ------
+    StoreReadError
+        When the store cannot be opened.
+    ValueError
+        When the store was not written by :meth:`SVDResult.to_zarr`.
+
+    Examples
+    --------
+    >>> import tempfile, xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
+    >>> res = sst.svd(k=3, dim="time", center=True)
+    >>> path = tempfile.mkdtemp() + "/eofs.zarr"
+    >>> res.to_zarr(path)
+    >>> back = xsvd.open_result(path)
+    >>> back.method, back.V.dims
+    ('exact', ('component', 'lat', 'lon'))
+    """
+    ds = io.read_store(path, storage_options=storage_options)
+    try:
+        return SVDResult.from_dataset(ds)
+    except ValueError as exc:
+        raise ValueError(
+            f"{os.fspath(path)!r} is not a result written by xsvd's `to_zarr`."
+        ) from exc
 
 
-def _safe(S):
-    return S + (S == 0)
+def _read_attrs(attrs: dict):
+    """``(layout description, settings, center, data units)`` from a saved result's attributes."""
+    desc = {k: json.loads(attrs[f"xsvd_{k}"]) for k in _LAYOUT_ATTRS}
+    units = attrs.get("xsvd_data_units")
+    if int(attrs["xsvd_format"]) == 1:  # settings as one JSON attribute
+        settings = json.loads(attrs["xsvd_settings"])
+        if "layout" in settings:  # renamed: which way the data were cut
+            cut = settings.pop("layout")
+            settings["stripes"] = {"rows": "samples", "cols": "features"}.get(cut, cut)
+        return desc, settings, bool(attrs["xsvd_center"]), units
+    skip = {"xsvd_format", "xsvd_method", "xsvd_data_units", *(f"xsvd_{k}" for k in _LAYOUT_ATTRS)}
+    settings = {}
+    for name, value in attrs.items():
+        if name.startswith("xsvd_") and name not in skip:
+            key = name[len("xsvd_") :]
+            settings[key] = bool(value) if key in _BOOLEAN_SETTINGS else _plain(value)
+    return desc, settings, bool(settings.get("center", False)), units
 
 
-def _fill_rows(V, mask):
-    if _backend.is_dask(V):
-        import dask.array as da
-
-        return da.where(mask[:, None], 0, V)
-    xp = _backend.namespace(V)
-    return xp.where(mask[:, None], 0, V)
-
-
-def _fill_masked_features(X, mask):
-    """Zero the features that were all-NaN in the decomposed data; other NaN raise."""
-    if _backend.is_dask(X) or _backend.is_dask(mask):
-        import dask.array as da
-
-        return da.map_blocks(_zero_masked, X, mask[None, :], dtype=X.dtype)
-    return _zero_masked(X, mask[None, :])
+def _plain(value):
+    """A NumPy scalar as the Python number it holds (attributes read back may be NumPy)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _zero_masked(X, mask):
+    """Zero the features that were all-NaN in the decomposed data; other NaN raise."""
     xp = _backend.namespace(X)
     out = xp.where(mask, 0, X)
     if xp.isnan(out).any():
@@ -359,3 +433,8 @@ def _zero_masked(X, mask):
             "data. Fill or drop them before projecting."
         )
     return out
+
+
+def _safe(S):
+    """``S`` with zeros replaced by 1, to divide by (zero components give zero scores)."""
+    return S + (S == 0)

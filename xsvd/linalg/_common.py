@@ -8,24 +8,29 @@ The matrix being decomposed is always
 
 with ``A`` the (samples x features) data, ``mu`` the per-feature mean over the
 samples (only when centering) and ``w`` the per-feature weights (ones when
-none are given). Features that are NaN at every sample are treated as zero
-columns of ``A`` and come back as NaN rows of ``V``; a NaN anywhere else is an
-error.
+none are given). What counts as missing, and what is done with it, is
+:mod:`xsvd._missing`'s business.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-Describe = Callable[[np.ndarray], str]
+from .. import _backend
+from .._missing import Locate, MissingValueError
 
-
-class MissingValueError(ValueError):
-    """NaN values in features that are not NaN at every sample."""
+__all__ = [
+    "Decomposition",
+    "MissingValueError",
+    "Locate",
+    "fix_signs",
+    "validate_k",
+    "eps_tolerance",
+    "nan_rows",
+]
 
 
 @dataclass
@@ -48,68 +53,42 @@ class Decomposition:
     method: str
     settings: dict
 
+    #: The array parts, in the order above.
+    ARRAYS = ("U", "S", "V", "mean", "total_ss", "nan_features")
 
-def has_nan_kind(dtype) -> bool:
-    """True when values of this dtype can be NaN."""
-    return np.dtype(dtype).kind in "fc"
+    def lazy_parts(self) -> dict:
+        """The parts that are Dask arrays, by name."""
+        return {n: getattr(self, n) for n in self.ARRAYS if _backend.is_lazy(getattr(self, n))}
 
+    def computed(self, progress=None, **kwargs) -> Decomposition:
+        """A copy with every lazy part computed, in one Dask computation.
 
-MISSING_OPTIONS = ("error", "mean")
-
-
-def missing_mode(dtype, missing: str) -> str | None:
-    """How the solvers treat missing values, from the user's ``missing=`` option.
-
-    - ``None``: the data cannot hold missing values (integers, default option);
-    - ``"nan"``: NaN features are allowed only when NaN at every sample (zero
-      columns, NaN in ``V``); any other NaN is an error;
-    - ``"mean"``: NaN and negative values are missing and stand for the
-      feature's mean over the samples where it is present (mean
-      imputation, as PLINK 2's ``--pca meanimpute``).
-    """
-    if missing not in MISSING_OPTIONS:
-        raise ValueError(
-            f"missing must be one of {MISSING_OPTIONS}, got {missing!r}. Use "
-            "`missing='mean'` to fill each missing value with its feature's mean."
+        ``progress``: an object whose ``compute(obj)`` shows progress while
+        computing (``xsvd._progress.Progress``); other keywords go to
+        ``dask.compute``.
+        """
+        lazy = self.lazy_parts()
+        if not lazy:
+            return self
+        if progress is not None:
+            return replace(self, **progress.compute(lazy))
+        return replace(
+            self, **dict(zip(lazy, _backend.compute(*lazy.values(), **kwargs), strict=True))
         )
-    if missing == "mean":
-        return "mean"
-    return "nan" if has_nan_kind(dtype) else None
 
-
-def missing_mask(xp, x, mode: str):
-    """Boolean mask of the missing entries of a float block under ``mode``."""
-    if mode == "mean":
-        return xp.isnan(x) | (x < 0)
-    return xp.isnan(x)
-
-
-def check_nan_counts(counts, n_samples: int, *, offset: int = 0, describe: Describe | None = None):
-    """Return the all-NaN feature mask from per-feature NaN counts, or raise.
-
-    A feature NaN at some samples but not all is an error that says which
-    features (through ``describe``) and how to fix it.
-    """
-    counts = np.asarray(counts)
-    partial = (counts > 0) & (counts < n_samples)
-    if partial.any():
-        idx = np.flatnonzero(partial) + offset
-        where = describe(idx) if describe is not None else _default_describe(idx)
-        raise MissingValueError(
-            f"The data has NaN at some but not all samples of {idx.size} feature(s): "
-            f"{where}. Features that are NaN at every sample (e.g. land in an ocean "
-            "field) are handled; for the others pass `missing='mean'`, which stands each "
-            "one for its feature's mean over the samples (no filled copy is made), or "
-            "fill them first, e.g. `da.interpolate_na(dim)`, or drop the samples or "
-            "features that hold them with `da.dropna(...)`."
+    def persisted(self, **kwargs) -> Decomposition:
+        """A copy whose lazy parts are computed and kept in (cluster) memory."""
+        lazy = self.lazy_parts()
+        if not lazy:
+            return self
+        return replace(
+            self, **dict(zip(lazy, _backend.persist(*lazy.values(), **kwargs), strict=True))
         )
-    return counts == n_samples
 
-
-def _default_describe(idx: np.ndarray) -> str:
-    shown = ", ".join(str(int(i)) for i in idx[:10])
-    more = f" and {idx.size - 10} more" if idx.size > 10 else ""
-    return f"feature index {shown}{more}"
+    def moved(self, device: str) -> Decomposition:
+        """A copy on ``device`` ("cpu" or "gpu"); lazy parts stay lazy."""
+        parts = {n: getattr(self, n) for n in self.ARRAYS if getattr(self, n) is not None}
+        return replace(self, **{n: _backend.move(x, device) for n, x in parts.items()})
 
 
 def fix_signs(U, V):
@@ -153,11 +132,4 @@ def eps_tolerance(dtype) -> float:
 
 def nan_rows(V, mask):
     """NaN in the rows of ``V`` (features x k) that belong to all-NaN features."""
-    from .._backend import is_dask, namespace
-
-    if is_dask(V) or is_dask(mask):
-        import dask.array as da
-
-        return da.where(mask[:, None], np.nan, V)
-    xp = namespace(V)
-    return xp.where(mask[:, None], xp.nan, V)
+    return _backend.where(mask[:, None], np.nan, V)

@@ -1,13 +1,12 @@
 """Exact SVD: LAPACK for in-memory data, tall-skinny QR for Dask.
 
-In memory (NumPy or CuPy) the centered, weighted float matrix is formed and
-handed to ``linalg.svd`` (LAPACK's gesdd for NumPy, cuSOLVER for CuPy).
-
-For Dask, ``B`` stays lazy (centering and weights are fused elementwise into
-the chunks) and goes through ``dask.array.linalg.svd``, i.e. a tall-skinny QR
-(Benson, Gleich & Demmel 2013). That algorithm needs the short dimension in a
-single chunk and every block at least as tall as it is wide; xsvd rechunks so
-that holds, so the user never has to.
+The centered, weighted float matrix ``B`` is formed with the array module of
+the data: NumPy or CuPy in memory (then handed to ``linalg.svd``: LAPACK's
+gesdd for NumPy, cuSOLVER for CuPy), ``dask.array`` for Dask (lazily,
+centering and weights fused elementwise into the chunks; then
+``dask.array.linalg.svd``, a tall-skinny QR, Benson, Gleich & Demmel 2013).
+TSQR needs the short dimension in a single chunk and every block at least as
+tall as it is wide; xsvd rechunks so that holds, so the user never has to.
 """
 
 from __future__ import annotations
@@ -17,16 +16,8 @@ import warnings
 import numpy as np
 
 from .. import _backend
-from ._common import (
-    Decomposition,
-    Describe,
-    check_nan_counts,
-    fix_signs,
-    missing_mask,
-    missing_mode,
-    nan_rows,
-    validate_k,
-)
+from .._missing import MissingRule, check_nan_counts, missing_rule
+from ._common import Decomposition, Locate, fix_signs, nan_rows, validate_k
 
 __all__ = ["exact_svd"]
 
@@ -41,7 +32,9 @@ def exact_svd(
     center: bool = False,
     weights=None,
     missing: str = "error",
-    describe: Describe | None = None,
+    locate: Locate | None = None,
+    compute: bool = False,
+    progress=None,
 ) -> Decomposition:
     """Exact (thin) SVD of ``B = (A - mean) * weights``, optionally truncated to ``k``.
 
@@ -51,7 +44,7 @@ def exact_svd(
         NumPy, CuPy or Dask array (samples x features).
     k : int, optional
         Keep the first ``k`` components (all ``min(m, n)`` when None).
-    center, weights, missing, describe
+    center, weights, missing, locate, compute, progress
         As for :func:`xsvd.linalg.randomized_svd` (``missing="mean"`` fills a
         float copy here, as the exact SVD needs the whole matrix anyway).
 
@@ -63,8 +56,9 @@ def exact_svd(
     -----
     Integer data are decomposed in float64, float32 data in float32; results
     are float64.
-    For Dask input the result is lazy; the short dimension is put in one
-    chunk and each block made at least as tall as it is wide.
+    For Dask input the result is lazy unless ``compute=True``; the short
+    dimension is put in one chunk and each block made at least as tall as it
+    is wide.
 
     Examples
     --------
@@ -78,14 +72,12 @@ def exact_svd(
     m, n = a.shape
     k = validate_k(k, m, n, required=False)
     dtype = np.float32 if a.dtype == np.float32 else np.float64
-    miss = missing_mode(a.dtype, missing)
-    if _backend.is_dask(a):
-        B, mean, nan_mask = _prepare_dask(a, dtype, center, weights, describe, miss)
+    rule = missing_rule(a.dtype, missing)
+    B, mean, nan_mask = _prepare(a, dtype, center, weights, rule, locate)
+    if _backend.is_dask(B):
         U, S, V = _tsqr_svd(B)
     else:
-        B, mean, nan_mask = _prepare_memory(a, dtype, center, weights, describe, miss)
-        xp = _backend.namespace(B)
-        U, S, Vt = xp.linalg.svd(B, full_matrices=False)
+        U, S, Vt = _backend.namespace(B).linalg.svd(B, full_matrices=False)
         V = Vt.T
     # float64 results whatever the input, as from the compressed solver
     U, S, V = (x.astype(np.float64) for x in (U, S, V))
@@ -95,69 +87,46 @@ def exact_svd(
     U, V = fix_signs(U, V)
     if nan_mask is not None:
         V = nan_rows(V, nan_mask)
-    return Decomposition(U, S, V, mean, total_ss, nan_mask, "exact", dict(k=k, missing=missing))
+    d = Decomposition(U, S, V, mean, total_ss, nan_mask, "exact", dict(k=k, missing=missing))
+    return d.computed(progress) if compute else d
 
 
-def _prepare_memory(a, dtype, center, weights, describe, miss):
-    xp = _backend.namespace(a)
-    B = a.astype(dtype, copy=True)
-    nan_mask = None
-    if miss == "mean":
-        mask = missing_mask(xp, B, miss)
-        B[mask] = 0
-        present = a.shape[0] - mask.sum(axis=0)
-        nan_mask = present == 0
-        fill = (B.sum(axis=0, dtype=np.float64) / xp.maximum(present, 1)).astype(dtype)
-        B = xp.where(mask, fill, B)
-    elif miss:
-        isnan = xp.isnan(B)
-        counts = isnan.sum(axis=0)
-        nan_mask = xp.asarray(
-            check_nan_counts(_backend.to_numpy(counts), a.shape[0], describe=describe)
-        )
-        B[isnan] = 0
-    mean = None
-    if center:
-        mean = B.mean(axis=0, dtype=np.float64)
-        B -= mean.astype(dtype)
-    if weights is not None:
-        B *= xp.asarray(weights).astype(dtype)
-    return B, mean, nan_mask
-
-
-def _prepare_dask(a, dtype, center, weights, describe, miss):
-    import dask.array as da
-
+def _prepare(a, dtype, center: bool, weights, rule: MissingRule, locate):
+    """``B`` as a float array of the data's kind, its feature means and all-missing mask."""
+    xp = _backend.array_module(a)  # numpy, cupy or dask.array: the same code for each
     m = a.shape[0]
     B = a.astype(dtype)
     nan_mask = None
-    if miss == "mean":
-        mask = da.isnan(B) | (B < 0)
-        zeroed = da.where(mask, 0, B)
+    if rule.fills:
+        mask = rule.mask(xp, B)
+        zeroed = xp.where(mask, 0, B)
         present = m - mask.sum(axis=0)
         nan_mask = present == 0
-        fill = (zeroed.sum(axis=0, dtype=np.float64) / da.maximum(present, 1)).astype(dtype)
-        B = da.where(mask, fill[None, :], zeroed)
-    elif miss:
-        isnan = da.isnan(a)
-        counts = isnan.sum(axis=0)
-        nan_mask = counts.map_blocks(
-            _check_block, m, describe, dtype=bool, meta=np.empty((0,), dtype=bool)
+        fill = (zeroed.sum(axis=0, dtype=np.float64) / xp.maximum(present, 1)).astype(dtype)
+        B = xp.where(mask, fill[None, :], zeroed)
+    elif rule.active:
+        isnan = xp.isnan(B)
+        nan_mask = _backend.map_blocks(
+            _checked_mask, isnan.sum(axis=0), m, locate, dtype=bool, meta=_bool_meta(B)
         )
         # every block of B waits for the NaN check of its features
-        B = da.map_blocks(_after_check, da.where(isnan, 0, B), nan_mask[None, :], dtype=dtype)
+        B = _backend.map_blocks(_after_check, xp.where(isnan, 0, B), nan_mask[None, :], dtype=dtype)
     mean = None
     if center:
         mean = B.mean(axis=0, dtype=np.float64)
         B = B - mean.astype(dtype)
     if weights is not None:
-        B = B * np.asarray(weights).astype(dtype)
+        B = B * _backend.on_backend_of(weights, B).astype(dtype)
     return B, mean, nan_mask
 
 
-def _check_block(counts, m, describe, block_info=None):
+def _bool_meta(B):
+    return _backend.namespace(B).empty((0,), dtype=bool)
+
+
+def _checked_mask(counts, m, locate, block_info=None):
     offset = block_info[0]["array-location"][0][0] if block_info else 0
-    return check_nan_counts(counts, m, offset=offset, describe=describe)
+    return check_nan_counts(counts, m, offset=offset, locate=locate)
 
 
 def _after_check(block, _mask):

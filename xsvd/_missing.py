@@ -1,0 +1,132 @@
+"""What counts as a missing value, and what the solvers do with it: the one home of the rule.
+
+The user's option ``missing=`` and the data's dtype give a :class:`MissingRule`:
+
+=================  ===========  ==========================================
+``missing=``       data         rule
+=================  ===========  ==========================================
+``"error"``        integer      nothing can be missing (``action="none"``)
+``"error"``        float        NaN is allowed only in features that are NaN
+                                at every sample (land in an ocean field): they
+                                are zero columns in the solve and NaN in ``V``;
+                                any other NaN raises :class:`MissingValueError`
+``"mean"``         any          NaN and negative values are missing and stand
+                                for their feature's mean over the samples where
+                                it is present (mean imputation, as PLINK 2's
+                                ``--pca meanimpute``)
+=================  ===========  ==========================================
+
+Negative values are missing calls in PLINK's and sgkit's integer genotype
+codes; :data:`GENOTYPES` is that convention on its own, for packing and
+counting genotypes.
+
+Pure arrays (NumPy or CuPy): no xarray here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _backend
+
+__all__ = [
+    "MISSING_OPTIONS",
+    "MissingRule",
+    "MissingValueError",
+    "GENOTYPES",
+    "missing_rule",
+    "check_nan_counts",
+]
+
+#: The values ``missing=`` accepts.
+MISSING_OPTIONS = ("error", "mean")
+
+Locate = Callable[[np.ndarray], str]
+
+
+class MissingValueError(ValueError):
+    """NaN values in features that are not NaN at every sample."""
+
+
+@dataclass(frozen=True)
+class MissingRule:
+    """How missing values are recognised and treated.
+
+    Attributes
+    ----------
+    action : {"none", "error", "mean"}
+        ``"none"``: the data cannot hold missing values. ``"error"``: only
+        whole-feature NaN is allowed (see the module docstring). ``"mean"``:
+        missing values stand for their feature's mean over present samples.
+    negative : bool
+        Negative values are missing too (genotype codes).
+    """
+
+    action: str
+    negative: bool = False
+
+    @property
+    def active(self) -> bool:
+        """True when the data may hold missing values that need handling."""
+        return self.action != "none"
+
+    @property
+    def fills(self) -> bool:
+        """True when missing values are filled with their feature's mean."""
+        return self.action == "mean"
+
+    def mask(self, xp, x):
+        """Boolean mask of the missing entries of float (or integer) values ``x``."""
+        missing = xp.isnan(x)
+        if self.negative:
+            missing = missing | (x < 0)
+        return missing
+
+
+#: PLINK's and sgkit's convention for genotype calls: NaN or a negative code is missing.
+GENOTYPES = MissingRule("mean", negative=True)
+
+
+def missing_rule(dtype, missing: str) -> MissingRule:
+    """The rule for data of ``dtype`` under the user's ``missing=`` option."""
+    if missing not in MISSING_OPTIONS:
+        raise ValueError(
+            f"missing must be one of {MISSING_OPTIONS}, got {missing!r}. Use "
+            "`missing='mean'` to fill each missing value with its feature's mean."
+        )
+    if missing == "mean":
+        return GENOTYPES
+    return MissingRule("error") if np.dtype(dtype).kind in "fc" else MissingRule("none")
+
+
+def check_nan_counts(counts, n_samples: int, *, offset: int = 0, locate: Locate | None = None):
+    """The all-NaN feature mask from per-feature NaN counts (rule ``"error"``), or raise.
+
+    ``counts`` may be NumPy or CuPy; the mask comes back on the same backend.
+    A feature NaN at some samples but not all is a :class:`MissingValueError`
+    that says which features (through ``locate``, from flat feature indices
+    counted from ``offset``) and how to fix it.
+    """
+    host = _backend.to_numpy(counts)
+    partial = (host > 0) & (host < n_samples)
+    if partial.any():
+        idx = np.flatnonzero(partial) + offset
+        where = locate(idx) if locate is not None else _default_locate(idx)
+        raise MissingValueError(
+            f"The data has NaN at some but not all samples of {idx.size} feature(s): "
+            f"{where}. Features that are NaN at every sample (e.g. land in an ocean "
+            "field) are handled; for the others pass `missing='mean'`, which stands each "
+            "one for its feature's mean over the samples (no filled copy is made), or "
+            "fill them first, e.g. `da.interpolate_na(dim)`, or drop the samples or "
+            "features that hold them with `da.dropna(...)`."
+        )
+    return _backend.on_backend_of(host == n_samples, counts)
+
+
+def _default_locate(idx: np.ndarray) -> str:
+    shown = ", ".join(str(int(i)) for i in idx[:10])
+    more = f" and {idx.size - 10} more" if idx.size > 10 else ""
+    return f"feature index {shown}{more}"

@@ -1,0 +1,151 @@
+"""One pass over stripes of features: ``C = B^T``, every stripe holds all ``m`` samples.
+
+A read of stripe ``A_j`` (``m`` samples x ``n_j`` features) gives, a
+sub-block of features at a time,
+
+- ``A_j^T [W, 1]``: the stripe's rows of the sketch ``Y = C W`` and, through
+  the column of ones, its features' sums. Every sample is here, so each
+  feature's mean is exact and local, and centering is a rank-one correction
+  of ``Y_j`` before anything else uses it;
+- ``A_j (D Y_j)``: its share of ``Z = C^T Y`` (with ``D = diag(w)``), with the
+  centering correction ``1 (mu_j^T D Y_j)`` taken off at the end (measured to
+  lose nothing here: the mean direction is not in the iterates);
+- ``Y_j^T Y_j``: its share of ``G = Y^T Y``.
+
+The first pass also gives the features' means, sums of squares and
+all-missing mask, stripe by stripe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import _backend
+from .._missing import check_nan_counts
+from ._plan import Problem, ReadSpec
+from ._state import FeatureStats, Sketch, Summable
+from ._stripe import fill_missing, stripe_sub, sub_blocks
+
+
+@dataclass
+class StripeSums(Summable):
+    """One stripe's share of a pass's sums (added over stripes)."""
+
+    cross: Any  # A_j D Y_j (m x l), centered
+    gram: Any  # Y_j^T Y_j
+
+
+class FeatureStripes:
+    """The passes of the compressed SVD over stripes of features."""
+
+    def __init__(self, ex, problem: Problem):
+        self.ex = ex
+        self.problem = problem
+        self.spec = problem.read_spec()
+        w = problem.weights
+        self.offsets = [int(o) for o in ex.offsets]
+        self.weight_parts = [
+            None if w is None else w[o : o + s] for o, s in zip(self.offsets, ex.sizes, strict=True)
+        ]
+
+    def prepare(self):
+        """Nothing to read before the passes: every stripe holds its features' samples."""
+        return None
+
+    def read(self, basis, stats: list | None, fill, first: bool):
+        """One pass: the sketch of ``C W`` and, on the first pass, per-stripe feature statistics."""
+        ex, pb = self.ex, self.problem
+        basis_ext = ex.call(_with_ones, basis, pb.dtype)
+        stripes = ex.stripes(after=None if first else basis)
+        Y, sums, stripe_stats = ex.map(
+            _read_stripe,
+            stripes,
+            basis_ext,
+            first,
+            self.spec,
+            pb.locate if first else None,
+            nout=3,
+            per_stripe=(self.weight_parts, self.offsets),
+        )
+        total = ex.sum(sums)
+        return Sketch(Y, None, total.cross, total.gram), (stripe_stats if first else stats)
+
+    def finish(self, stats: list) -> FeatureStats:
+        """The per-stripe statistics joined into arrays of the input's kind."""
+        ex, pb = self.ex, self.problem
+        vec = [(s,) for s in ex.sizes]
+        mean, total_ss, nan_mask = ex.map(_unpack, stats, nout=3)
+        return FeatureStats(
+            mean=ex.concat(mean, vec, np.float64) if pb.center else None,
+            total_ss=ex.array(ex.call(_sum_scalars, *total_ss), (), np.float64),
+            nan_mask=ex.concat(nan_mask, vec, bool) if pb.missing.active else None,
+        )
+
+
+def _with_ones(W, dtype):
+    """``[W, 1]`` in the product dtype: the column of ones gives the feature sums."""
+    xp = _backend.namespace(W)
+    ones = xp.ones((W.shape[0], 1), dtype=W.dtype)
+    return xp.concatenate([W, ones], axis=1).astype(dtype, copy=False)
+
+
+def _unpack(stats: FeatureStats):
+    return stats.mean, stats.total_ss, stats.nan_mask
+
+
+def _sum_scalars(*xs):
+    return sum(xs)
+
+
+def _read_stripe(blocks, w, offset: int, basis_ext, first: bool, spec: ReadSpec, locate):
+    """One read of a feature stripe ``A_j`` (m x n_j), i.e. rows ``j`` of ``C = B^T``."""
+    xp = _backend.namespace(blocks[0])
+    dtype = basis_ext.dtype
+    m, nj = basis_ext.shape[0], blocks[0].shape[1]
+    l = basis_ext.shape[1] - 1
+    rule = spec.missing
+    wsum = basis_ext[:, :l].astype(np.float64).sum(axis=0)  # 1^T W: centering's correction
+    Y = xp.empty((nj, l), dtype=dtype)
+    sums = StripeSums(xp.zeros((m, l), dtype=np.float64), xp.zeros((l, l), dtype=np.float64))
+    correction = xp.zeros((l,), dtype=np.float64)
+    mean = xp.empty((nj,), dtype=np.float64) if (first and spec.center) else None
+    nan_mask = xp.zeros((nj,), dtype=bool) if (first and rule.active) else None
+    ss = 0.0
+    for c0, c1 in sub_blocks(nj, m, spec.sub_block):
+        sub = stripe_sub(blocks, 1, c0, c1, dtype)
+        if rule.active:
+            # every sample of these features is here: missing="mean" fills the
+            # column's own mean of present values
+            sub, count = fill_missing(xp, sub, rule)
+            if nan_mask is not None and rule.fills:
+                nan_mask[c0:c1] = count == m
+            elif nan_mask is not None:
+                nan_mask[c0:c1] = check_nan_counts(count, m, offset=offset + c0, locate=locate)
+        raw = (sub.T @ basis_ext).astype(np.float64)  # (cs, l + 1): C_s W and feature sums
+        y = raw[:, :l]
+        mu = raw[:, l] / m if spec.center else None
+        if mu is not None:
+            y = y - mu[:, None] * wsum[None, :]
+            if mean is not None:
+                mean[c0:c1] = mu
+        ws = None if w is None else xp.asarray(w[c0:c1])
+        if ws is not None:
+            y = y * ws[:, None]
+        Y[c0:c1] = y
+        sums.gram += y.T @ y
+        t = y if ws is None else y * ws[:, None]
+        sums.cross += (sub @ t.astype(dtype)).astype(np.float64)
+        if mu is not None:
+            correction += mu @ t
+        if first:
+            sq = xp.einsum("ij,ij->j", sub, sub).astype(np.float64)
+            if mu is not None:
+                sq = sq - m * mu**2
+            if ws is not None:
+                sq = sq * ws**2
+            ss = ss + float(sq.sum())
+    sums.cross -= correction[None, :]
+    return Y, sums, FeatureStats(mean, ss, nan_mask)

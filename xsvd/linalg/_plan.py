@@ -1,0 +1,174 @@
+"""Planning a compressed SVD: the problem, which way to cut the data, how to run.
+
+:class:`Problem` describes one decomposition and stays fixed while it runs;
+:func:`plan` decides whether the data are read as stripes of samples or of
+features and which executor (:mod:`._exec`) runs the passes, and warns about
+Dask chunks too large or too small to stream well. Sizes come from
+:func:`xsvd.set_options`, read here once and handed on as plain values.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import _backend
+from .._missing import Locate, MissingRule
+from .._options import OPTIONS
+from ._exec import Eager, Executor, Lazy, Stepwise
+
+__all__ = ["Problem", "ReadSpec", "SAMPLES", "FEATURES", "plan"]
+
+#: Stripes are blocks of samples (``C = B``); each holds every feature.
+SAMPLES = "samples"
+#: Stripes are blocks of features (``C = B^T``); each holds every sample.
+FEATURES = "features"
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """One compressed SVD, as the pass loop sees it (symbols: see ``randomized``).
+
+    Attributes
+    ----------
+    n_samples, n_features : int
+        ``m`` and ``n``, the shape of the data ``A``.
+    k, width, n_power_iter : int
+        Components ``k``, sketch columns ``l = k + p`` and subspace iterations ``q``.
+    dtype : numpy.dtype
+        Precision of the products with the data (float32 or float64).
+    center : bool
+        Remove the feature means ``mu``.
+    weights : array (n,) or None
+        Feature weights ``w`` on the data's backend, float64.
+    missing : MissingRule
+        What counts as missing and what is done with it.
+    locate : callable or None
+        Names features in error messages (flat indices -> text).
+    krylov : bool
+        Finish on the span of every pass's sketch instead of the last one.
+    stripes : {"samples", "features"}
+        Which way the data are cut (see :func:`plan`).
+    sub_block : int
+        Elements of the float sub-block a stripe is multiplied in at a time.
+    """
+
+    n_samples: int
+    n_features: int
+    k: int
+    width: int
+    n_power_iter: int
+    dtype: np.dtype
+    center: bool
+    weights: Any
+    missing: MissingRule
+    locate: Locate | None
+    krylov: bool
+    stripes: str
+    sub_block: int
+
+    @property
+    def thin_length(self) -> int:
+        """Length of the dimension every stripe holds whole (the basis ``W`` has this many rows)."""
+        return self.n_features if self.stripes == SAMPLES else self.n_samples
+
+    @property
+    def stripe_length(self) -> int:
+        """Length of the dimension the data are cut along."""
+        return self.n_samples if self.stripes == SAMPLES else self.n_features
+
+    @property
+    def prepass(self) -> bool:
+        """Stripes of samples with ``missing="mean"`` need the feature means before the passes."""
+        return self.missing.fills and self.stripes == SAMPLES
+
+    @property
+    def passes(self) -> int:
+        """Reads of the data: ``q + 1``, plus the means' own read when needed."""
+        return self.n_power_iter + 1 + int(self.prepass)
+
+    def read_spec(self) -> ReadSpec:
+        return ReadSpec(self.dtype, self.missing, self.sub_block, self.center)
+
+
+@dataclass(frozen=True)
+class ReadSpec:
+    """What a kernel needs to read a stripe: small, it goes into every task."""
+
+    dtype: np.dtype
+    missing: MissingRule
+    sub_block: int
+    center: bool
+
+
+def plan(a, compute: bool, progress=None) -> tuple[str, int, Executor]:
+    """Choose the stripes, the sub-block size and the executor for data ``a``.
+
+    In memory: the thin side is the shorter dimension. Dask: stripes follow
+    the chunks (a dimension already in one chunk is the thin side); when both
+    dimensions are chunked, the shorter one is the thin side and each stripe
+    is the list of its blocks, merged by the kernel a sub-block at a time (no
+    rechunk: a rechunk in the graph would defeat re-reading per pass).
+
+    Returns ``(stripes, sub_block, executor)``.
+    """
+    m, n = a.shape
+    xp = _backend.namespace(a)
+    sub_block = OPTIONS["sub_block_elements" if xp is np else "gpu_sub_block_elements"]
+    if not _backend.is_dask(a):
+        stripes = SAMPLES if n <= m else FEATURES
+        axis = 0 if stripes == SAMPLES else 1
+        threads, view = 1, None
+        if xp is np and a.nbytes >= OPTIONS["threaded_min_bytes"]:
+            # large NumPy data: views of ~64 MiB on a few threads, one BLAS thread each,
+            # as on Dask (faster than one multi-threaded BLAS on skinny products)
+            threads = os.cpu_count() or 1
+            view = max(1, OPTIONS["threaded_stripe_bytes"] // (a.itemsize * a.shape[1 - axis]))
+        return (
+            stripes,
+            sub_block,
+            Eager(a, axis, threads=threads, stripe=view if threads > 1 else None),
+        )
+    if a.numblocks[1] == 1:
+        stripes = SAMPLES
+    elif a.numblocks[0] == 1:
+        stripes = FEATURES
+    else:
+        stripes = SAMPLES if n <= m else FEATURES
+    axis = 0 if stripes == SAMPLES else 1
+    _check_chunk_sizes(a, axis)
+    executor = Stepwise(a, axis, progress=progress) if compute else Lazy(a, axis)
+    return stripes, sub_block, executor
+
+
+def _check_chunk_sizes(a, axis: int) -> None:
+    """Warn, with what to do, about chunks too large or too small for streaming."""
+    other = 1 - axis
+    itemsize = _backend.bytes_per_value(a)
+    large = OPTIONS["large_stripe_bytes"]
+    stripe = max(a.chunks[axis]) * a.shape[other] * itemsize
+    if stripe > large:
+        fit = max(1, int(large // 4 // (a.shape[other] * itemsize)))
+        warnings.warn(
+            f"Each stripe of the data read at once holds {stripe / 2**30:.1f} GiB "
+            f"({max(a.chunks[axis])} x {a.shape[other]} values), and every worker "
+            "thread holds one. For streaming with bounded memory, use smaller chunks "
+            f"along that dimension (about {fit} rows of the matrix), e.g. when opening "
+            "with `xsvd.open_zarr(..., chunks=...)` or with `.chunk(...)`.",
+            UserWarning,
+            stacklevel=5,
+        )
+    mean_chunk = a.size * itemsize / max(a.npartitions, 1)
+    if a.npartitions > 10_000 and mean_chunk < OPTIONS["small_chunk_bytes"]:
+        warnings.warn(
+            f"The data have {a.npartitions} chunks of {mean_chunk / 2**10:.0f} KiB on "
+            "average: scheduling will cost more than reading. Open Zarr stores with "
+            "`xsvd.open_zarr(...)`, which merges small storage chunks on read, or "
+            "rechunk the source to chunks of tens of MiB.",
+            UserWarning,
+            stacklevel=5,
+        )

@@ -1,0 +1,207 @@
+"""One pass over stripes of samples: ``C = B``, every stripe holds all ``n`` features.
+
+A read of stripe ``A_i`` (``m_i`` samples x ``n`` features) gives, a
+sub-block at a time,
+
+- ``Y_i = A_i (D W)`` with ``D = diag(w)``: the stripe's rows of the sketch,
+  kept (they become ``U``);
+- ``A_i^T [Y_i, 1]``: its share of ``Z = C^T Y`` and, through the column of
+  ones, the feature sums (so the first pass also yields the means);
+- ``Y_i^T Y_i`` and the column sums of ``Y_i``: the Gram matrix ``G = Y^T Y``.
+
+Centering enters as rank-one corrections of these small sums on the first
+pass, when the means are not known yet; later passes subtract the means from
+each sub-block as it is multiplied (no cancellation in the products). Weights
+enter as the diagonal ``D``. With ``missing="mean"`` the feature means over
+present values are read first (one extra read, see ``Problem.prepass``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import _backend
+from .._missing import check_nan_counts
+from ._plan import Problem, ReadSpec
+from ._state import FeatureStats, Sketch, Summable
+from ._stripe import fill_missing, stripe_sub, sub_block_lines, sub_blocks
+
+
+@dataclass
+class StripeSums(Summable):
+    """One stripe's share of a pass's sums (added over stripes)."""
+
+    cross: Any  # A_i^T [Y_i, 1]: (n x (l + 1)), the last column holds the feature sums
+    gram: Any  # Y_i^T Y_i
+    sketch_sum: Any  # column sums of Y_i, (l,)
+    sumsq: Any  # first pass: per-feature sums of squares of the (filled) data
+    missing_count: Any  # first pass, when values may be missing: per feature
+
+
+@dataclass
+class PresentSums(Summable):
+    """Per-feature sum and count of the present (not missing) values."""
+
+    sums: Any
+    counts: Any
+
+
+class SampleStripes:
+    """The passes of the compressed SVD over stripes of samples."""
+
+    def __init__(self, ex, problem: Problem):
+        self.ex = ex
+        self.problem = problem
+        self.spec = problem.read_spec()
+        self.weights = ex.share(problem.weights)  # one copy in a graph, shared by small tasks
+
+    def prepare(self):
+        """``missing="mean"``: each feature's mean over its present values (one read)."""
+        if not self.problem.prepass:
+            return None
+        ex = self.ex
+        sums = ex.map(_read_present, ex.stripes(), self.spec)
+        return ex.call(_present_means, ex.sum(sums), self.problem.dtype)
+
+    def read(self, basis, stats: FeatureStats | None, fill, first: bool):
+        """One pass: the sketch of ``C W`` and, on the first pass, the feature statistics."""
+        ex, pb = self.ex, self.problem
+        basis_w = ex.call(_weighted_basis, basis, self.weights, pb.dtype)
+        # the mean is known after the first pass: later passes center each
+        # sub-block as it is multiplied
+        shift = None if (first or not pb.center) else ex.call(_as_dtype, stats.mean, pb.dtype)
+        stripes = ex.stripes(after=fill if first else basis)
+        Y, sums = ex.map(_read_stripe, stripes, basis_w, shift, first, self.spec, fill, nout=2)
+        total = ex.sum(sums)
+        if first:
+            stats = ex.call(
+                _first_pass_stats, total, pb.n_samples, self.spec, pb.locate, self.weights
+            )
+        mean = stats.mean if shift is None else None
+        cross, gram, mean_row = ex.call(
+            _centered, total, basis_w, mean, self.weights, pb.n_samples, nout=3
+        )
+        return Sketch(Y, mean_row, cross, gram), stats
+
+    def finish(self, stats: FeatureStats) -> FeatureStats:
+        """The statistics as arrays of the input's kind."""
+        ex, pb = self.ex, self.problem
+        n = pb.n_features
+        return FeatureStats(
+            mean=ex.array(stats.mean, (n,), np.float64) if pb.center else None,
+            total_ss=ex.array(stats.total_ss, (), np.float64),
+            nan_mask=ex.array(stats.nan_mask, (n,), bool) if pb.missing.active else None,
+        )
+
+
+# ------------------------------------------------------------------ kernels
+
+
+def _read_stripe(blocks, basis_w, shift, first: bool, spec: ReadSpec, fill):
+    """One read of a sample stripe: ``Y_i = A_i D W`` and ``A_i^T [Y_i, 1]`` (and more).
+
+    ``shift`` (the feature means, when known) is subtracted from each
+    sub-block before it is multiplied; missing values are replaced by
+    ``fill`` (``missing="mean"``) or zero first.
+    """
+    xp = _backend.namespace(blocks[0])
+    dtype = basis_w.dtype
+    mi, (n, l) = blocks[0].shape[0], basis_w.shape
+    rule = spec.missing
+    Y = xp.empty((mi, l), dtype=dtype)
+    sums = StripeSums(
+        cross=xp.zeros((n, l + 1), dtype=np.float64),
+        gram=xp.zeros((l, l), dtype=np.float64),
+        sketch_sum=xp.zeros((l,), dtype=np.float64),
+        sumsq=xp.zeros((n,), dtype=np.float64) if first else None,
+        missing_count=xp.zeros((n,), dtype=np.int64) if (first and rule.active) else None,
+    )
+    ext = xp.ones((min(mi, sub_block_lines(n, spec.sub_block)), l + 1), dtype=dtype)
+    for r0, r1 in sub_blocks(mi, n, spec.sub_block):
+        sub = stripe_sub(blocks, 0, r0, r1, dtype)
+        if rule.active:
+            sub, count = fill_missing(xp, sub, rule, fill)
+            if sums.missing_count is not None:
+                sums.missing_count += count
+        if shift is not None:
+            sub = sub - shift
+        y = sub @ basis_w
+        Y[r0:r1] = y
+        e = ext[: r1 - r0]
+        e[:, :l] = y
+        sums.cross += (sub.T @ e).astype(np.float64)
+        y64 = y.astype(np.float64)
+        sums.gram += y64.T @ y64
+        sums.sketch_sum += y64.sum(axis=0)
+        if sums.sumsq is not None:
+            sums.sumsq += xp.einsum("ij,ij->j", sub, sub).astype(np.float64)
+    return Y, sums
+
+
+def _read_present(blocks, spec: ReadSpec):
+    """Per-feature sum and count of the present values in a sample stripe."""
+    xp = _backend.namespace(blocks[0])
+    mi, n = blocks[0].shape[0], sum(b.shape[1] for b in blocks)
+    out = PresentSums(xp.zeros((n,), dtype=np.float64), xp.zeros((n,), dtype=np.int64))
+    for r0, r1 in sub_blocks(mi, n, spec.sub_block):
+        sub = stripe_sub(blocks, 0, r0, r1, np.float32)
+        mask = spec.missing.mask(xp, sub)
+        out.sums += xp.where(mask, np.float32(0), sub).sum(axis=0, dtype=np.float64)
+        out.counts += (r1 - r0) - mask.sum(axis=0)
+    return out
+
+
+# --------------------------------------------------------------- small math
+
+
+def _present_means(total: PresentSums, dtype):
+    xp = _backend.namespace(total.sums)
+    return (total.sums / xp.maximum(total.counts, 1)).astype(dtype)
+
+
+def _weighted_basis(W, w, dtype):
+    """``D W`` in the product dtype."""
+    out = W if w is None else W * w[:, None]
+    return out.astype(dtype, copy=False)
+
+
+def _as_dtype(x, dtype):
+    return x.astype(dtype)
+
+
+def _first_pass_stats(total: StripeSums, m: int, spec: ReadSpec, locate, w) -> FeatureStats:
+    """Means, total sum of squares and all-missing features from the first pass's sums."""
+    nan_mask = None
+    if total.missing_count is not None:
+        if spec.missing.fills:
+            nan_mask = total.missing_count == m
+        else:
+            nan_mask = check_nan_counts(total.missing_count, m, locate=locate)
+    mean = total.cross[:, -1] / m if spec.center else None
+    ss = total.sumsq - m * mean**2 if spec.center else total.sumsq
+    if w is not None:
+        ss = ss * w**2
+    return FeatureStats(mean, ss.sum(), nan_mask)
+
+
+def _centered(total: StripeSums, basis_w, mean, w, m: int):
+    """Centering and weights applied to a pass's sums: ``Z = C^T Y``, ``G = Y^T Y``.
+
+    ``mean`` is given when the data were read uncentered (the first pass);
+    the sketch's rows then lose ``c = mu^T D W`` (returned as ``mean_row``).
+    """
+    cross = total.cross[:, :-1]
+    if mean is None:
+        Z, G, c = cross, total.gram, None
+    else:
+        ysum = total.sketch_sum
+        c = mean @ basis_w.astype(np.float64)  # (l,): the mean row of A D W
+        Z = cross - mean[:, None] * ysum[None, :]
+        G = total.gram - ysum[:, None] * c[None, :] - c[:, None] * ysum[None, :]
+        G = G + m * c[:, None] * c[None, :]
+    if w is not None:
+        Z = Z * w[:, None]
+    return Z, G, c
