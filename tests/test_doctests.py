@@ -1,0 +1,50 @@
+"""Every example in xsvd's docstrings runs and prints what it shows.
+
+A module whose examples need an optional package that is not installed
+(zarr, matplotlib, ...) is skipped, naming the package.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import io
+import pkgutil
+
+import pytest
+
+import xsvd
+
+MODULES = sorted(m.name for m in pkgutil.walk_packages(xsvd.__path__, "xsvd."))
+
+
+class _Runner(doctest.DocTestRunner):
+    """Records ImportErrors (a missing optional package) instead of reporting them."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.missing: list[str] = []
+
+    def report_unexpected_exception(self, out, test, example, exc_info):
+        if issubclass(exc_info[0], ImportError):
+            self.missing.append(str(exc_info[1]))
+            return
+        super().report_unexpected_exception(out, test, example, exc_info)
+
+
+def test_every_module_is_checked():
+    assert "xsvd.linalg.randomized" in MODULES and "xsvd.result" in MODULES
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # examples that write files write them here
+    module = importlib.import_module(name)
+    runner = _Runner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report = io.StringIO()
+    tests = [t for t in doctest.DocTestFinder().find(module) if t.examples]
+    for test in tests:
+        runner.run(test, out=report.write)
+    if runner.missing:
+        pytest.skip(f"examples of {name} need: {runner.missing[0]}")
+    assert runner.failures == 0, report.getvalue()
