@@ -199,7 +199,7 @@ def _xsvd_genotype(gt: xr.DataArray, cfg: Config, seed: int) -> Output:
     info = {
         "xsvd_method": res.method,
         "xsvd_passes_reported": res.settings.get("passes"),
-        "xsvd_layout": res.settings.get("layout"),
+        "xsvd_stripes": res.settings.get("stripes"),
         "xsvd_dtype": res.settings.get("dtype"),
     }
     return Output(s=np.asarray(res.S.values), info=info)
