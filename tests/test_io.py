@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
+import os
+import random
+import subprocess
+import sys
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +127,67 @@ def test_http_errors_name_store_and_chunk(server):
         gt.svd.compressed(k=2, dim="samples", seed=0)
 
 
+def _store_with_missing_chunks(folder: Path, zarr_format: int = 3) -> Path:
+    """A genotype store (6 chunks of 1,000 variants) whose chunks 3 and 5 were lost."""
+    path = folder / f"lost{zarr_format}.zarr"
+    if not path.exists():
+        gt = datasets.genotypes(6000, 40, seed=3).chunk({"variants": 1000})
+        gt.to_dataset().to_zarr(path, zarr_format=zarr_format)
+        keys = ("c/3/0", "c/5/0") if zarr_format == 3 else ("3.0", "5.0")
+        for key in keys:
+            (path / "genotype" / key).unlink()
+    return path
+
+
+MISSING = r"2 of the 6 storage chunks of variable 'genotype' are missing .*lost\d\.zarr"
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
+def test_missing_chunks_warn_by_default(tmp_path, zarr_format):
+    path = _store_with_missing_chunks(tmp_path, zarr_format)
+    with pytest.warns(xsvd.io.MissingChunksWarning, match=MISSING) as record:
+        gt = xsvd.open_zarr(path, "genotype")
+    message = str(record[0].message)
+    assert "(3, 0), (5, 0)" in message and "fill value" in message
+    assert "only the fill value" in message  # why it can be expected
+    assert "missing_chunks='error'" in message and "missing_chunks='ignore'" in message
+    assert issubclass(xsvd.io.MissingChunksWarning, UserWarning)
+    # what the warning is about: zarr fills the lost variants with zeros
+    ref = datasets.genotypes(6000, 40, seed=3).values
+    assert (gt.values[3000:4000] == 0).all() and (ref[3000:4000] != 0).any()
+    np.testing.assert_array_equal(gt.values[:3000], ref[:3000])
+
+
+def test_missing_chunks_error_or_ignore(tmp_path):
+    path = _store_with_missing_chunks(tmp_path)
+    with pytest.raises(xsvd.StoreReadError, match=MISSING + r".*\(3, 0\), \(5, 0\)"):
+        xsvd.open_zarr(path, "genotype", missing_chunks="error")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gt = xsvd.open_zarr(path, "genotype", missing_chunks="ignore")
+    assert gt.shape == (6000, 40)
+    with pytest.raises(ValueError, match="missing_chunks must be"):
+        xsvd.open_zarr(path, "genotype", missing_chunks="raise")
+
+
+def test_complete_store_has_no_missing_chunks(store):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        xsvd.open_zarr(store, "genotype")
+        xsvd.open_zarr(store, "genotype", missing_chunks="error")
+
+
+def test_missing_chunks_of_http_stores(server, store):
+    _store_with_missing_chunks(store.parent)
+    with pytest.warns(xsvd.io.MissingChunksWarning, match=MISSING + r".*\(3, 0\), \(5, 0\)"):
+        xsvd.open_zarr(f"{server}/lost3.zarr", "genotype")
+    with pytest.raises(xsvd.StoreReadError, match=r"missing from the Zarr store 'http://"):
+        xsvd.open_zarr(f"{server}/lost3.zarr", "genotype", missing_chunks="error")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        xsvd.open_zarr(f"{server}/{store.name}", "genotype", missing_chunks="error")
+
+
 # -------------------------------------------------------------- results
 
 
@@ -173,6 +240,163 @@ def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         res.to_zarr(tmp_path / "r.zarr")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def dead_pid() -> int:
+    """The process id of a process that has ended."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stdout)
+
+
+def _debris(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".xsvd-" in p.name)
+
+
+def test_later_save_removes_what_interrupted_saves_left(tmp_path, dead_pid):
+    _, res = _result()
+    path = tmp_path / "r.zarr"
+    res.to_zarr(path)
+    host = xsvd.io._host_tag()
+    other_host = f"{int(host, 16) ^ 1:08x}"
+    dead = [
+        f".r.zarr.xsvd-tmp-{dead_pid}-{host}-0123abcd",  # killed while writing
+        f".r.zarr.xsvd-old-{dead_pid}-{host}-89abcdef",  # killed after replacing
+        ".r.zarr.xsvd-tmp-deadbeef",  # written by xsvd 0.1: no process id
+        ".r.zarr.xsvd-old-cafebabe",
+    ]
+    alive = [
+        f".r.zarr.xsvd-tmp-{os.getpid()}-{host}-11111111",  # a writer still running
+        f".r.zarr.xsvd-tmp-{dead_pid}-{other_host}-22222222",  # another host's writer
+        f".other.zarr.xsvd-tmp-{dead_pid}-{host}-33333333",  # another target
+    ]
+    for name in dead + alive:
+        (tmp_path / name / "U").mkdir(parents=True)
+        (tmp_path / name / "U" / "zarr.json").write_text("{}")
+    res.to_zarr(path, mode="w")
+    assert _debris(tmp_path) == sorted(alive)
+    xr.testing.assert_identical(xsvd.open_result(path).S, res.S)
+
+
+def test_crash_between_renames_is_undone(tmp_path, dead_pid, monkeypatch):
+    """Without the atomic exchange, replacing is two renames; a crash between them is undone."""
+    monkeypatch.setattr(xsvd.io, "_exchange", lambda a, b: False)
+    _, res = _result()
+    res2 = datasets.climate_field(n_time=24, n_lat=6, n_lon=12).svd(k=2, dim="time")
+    path = tmp_path / "r.zarr"
+    res.to_zarr(path)
+    res2.to_zarr(path, mode="w")  # the fallback replaces, and leaves nothing behind
+    assert xsvd.open_result(path).S.size == 2 and _debris(tmp_path) == []
+    # a writer killed between its two renames: path moved aside, the new store complete
+    tag = f"{dead_pid}-{xsvd.io._host_tag()}-0a1b2c3d"
+    path.rename(tmp_path / f".r.zarr.xsvd-old-{tag}")
+    res.to_zarr(tmp_path / "new.zarr")
+    (tmp_path / "new.zarr").rename(tmp_path / f".r.zarr.xsvd-tmp-{tag}")
+    assert xsvd.open_result(path).S.size == 2  # put back by reading
+    assert path.exists() and _debris(tmp_path) == [f".r.zarr.xsvd-tmp-{tag}"]
+    # ... and by writing: a path put back is not overwritten without mode="w"
+    path.rename(tmp_path / f".r.zarr.xsvd-old-{tag}")
+    with pytest.raises(FileExistsError):
+        res.to_zarr(path)
+    assert xsvd.open_result(path).S.size == 2 and _debris(tmp_path) == []
+
+
+def test_replacing_swaps_the_stores_atomically(tmp_path, monkeypatch):
+    a, b = tmp_path / "a", tmp_path / "b"
+    (a / "x").mkdir(parents=True)
+    b.mkdir()
+    if not xsvd.io._exchange(a, b):
+        pytest.skip("no renameat2(RENAME_EXCHANGE) here (not Linux, or the file system)")
+    assert list(a.iterdir()) == [] and [p.name for p in b.iterdir()] == ["x"]
+    # saving over a result uses it: no moment without the path
+    exchanged, exchange = [], xsvd.io._exchange
+
+    def spy(a, b):
+        exchanged.append(exchange(a, b))
+        return exchanged[-1]
+
+    monkeypatch.setattr(xsvd.io, "_exchange", spy)
+    _, res = _result()
+    res2 = datasets.climate_field(n_time=24, n_lat=6, n_lon=12).svd(k=2, dim="time")
+    res.to_zarr(tmp_path / "r.zarr")
+    res2.to_zarr(tmp_path / "r.zarr", mode="w")
+    assert exchanged == [True] and _debris(tmp_path) == []
+    assert xsvd.open_result(tmp_path / "r.zarr").S.size == 2
+
+
+SAVE_IN_A_LOOP = """
+import sys, xsvd
+ds = xsvd.io.read_store(sys.argv[1])  # what res.to_zarr(path, mode="w") writes
+print("ready", flush=True)
+while True:
+    xsvd.io.write_store(ds, sys.argv[1], mode="w")
+"""
+
+
+def test_killed_saves_leave_a_readable_result_and_no_debris(tmp_path):
+    _, res = _result()
+    here = str(Path(xsvd.__file__).parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    paths = [tmp_path / str(i) / "r.zarr" for i in range(3)]
+    procs = []
+    rng = random.Random(0)
+    try:
+        for path in paths:
+            path.parent.mkdir()
+            res.to_zarr(path)
+            command = [sys.executable, "-c", SAVE_IN_A_LOOP, str(path)]
+            procs.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env))
+        for proc in procs:
+            assert proc.stdout.readline() == "ready\n"
+            threading.Event().wait(rng.uniform(0.05, 0.3))  # then killed mid-save
+            proc.kill()
+            proc.wait()
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+    for path in paths:
+        xr.testing.assert_identical(xsvd.open_result(path).S, res.S)
+        res.to_zarr(path, mode="w")
+        assert sorted(p.name for p in path.parent.iterdir()) == ["r.zarr"]
+
+
+@pytest.mark.parametrize("variable", ["U", "V"])
+def test_flipped_byte_is_an_error_on_reading(tmp_path, variable):
+    _, res = _result()
+    path = tmp_path / "r.zarr"
+    res.to_zarr(path)
+    for name in ("U", "S", "V", "lat", "time"):
+        codecs = json.loads((path / name / "zarr.json").read_text())["codecs"]
+        assert {"name": "crc32c"} in codecs, name
+    chunk = next(p for p in sorted((path / variable / "c").rglob("*")) if p.is_file())
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    chunk.write_bytes(bytes(data))
+    with pytest.raises(xsvd.StoreReadError, match=rf"'{variable}'.*r\.zarr.*checksum"):
+        xsvd.open_result(path)
+
+
+def test_saving_and_reading_results_do_not_warn(tmp_path):
+    _, res = _result()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res.to_zarr(tmp_path / "r.zarr")
+        xsvd.open_result(tmp_path / "r.zarr")
+    # stores without consolidated metadata open as well, without warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res.to_dataset().to_zarr(tmp_path / "plain.zarr", consolidated=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = xsvd.open_result(tmp_path / "plain.zarr")
+    xr.testing.assert_identical(back.V, res.V)
 
 
 def test_open_result_rejects_other_stores(store):
