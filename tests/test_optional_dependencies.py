@@ -25,12 +25,15 @@ FILES = [
     "test_distributed.py",
     "test_docs.py",
     "test_doctests.py",
+    "test_property.py",
 ]
 
 
 def test_tests_skip_with_a_reason_without_optional_packages(tmp_path):
     env = dict(os.environ, XSVD_TEST_WITHOUT=",".join(OPTIONAL_PACKAGES))
+    # hypothesis's pytest plugin imports hypothesis: off, as if it were not installed
     cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"]
+    cmd += ["-p", "no:hypothesispytest"]
     proc = subprocess.run(
         [*cmd, *(str(HERE / f) for f in FILES)],
         cwd=tmp_path,
@@ -43,5 +46,5 @@ def test_tests_skip_with_a_reason_without_optional_packages(tmp_path):
     assert proc.returncode == 0, out[-6000:]
     skips = [line for line in out.splitlines() if line.startswith("SKIPPED")]
     assert skips, out[-3000:]
-    for needed in ("zarr", "bed-reader", "matplotlib", "pint", "distributed"):
+    for needed in ("zarr", "bed-reader", "matplotlib", "pint", "distributed", "hypothesis"):
         assert any(needed in line for line in skips), (needed, skips)

@@ -16,8 +16,8 @@ from ._packed import PackedGenotypes
 from .accessor import SVDAccessor, register
 from .api import choose_method, compressed, exact, svd
 from .genomics import dosage, open_plink, pack_genotypes, patterson_scaling, write_plink
-from .io import StoreReadError, open_zarr
-from .linalg import MissingValueError
+from .io import MissingChunksWarning, StoreReadError, open_zarr
+from .linalg import InfiniteValueError, MissingValueError
 from .result import SVDResult, open_result
 
 try:
@@ -35,9 +35,11 @@ __all__ = [
     "SVDResult",
     "SVDAccessor",
     "MissingValueError",
+    "InfiniteValueError",
     "open_zarr",
     "open_result",
     "StoreReadError",
+    "MissingChunksWarning",
     "datasets",
     "open_plink",
     "write_plink",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 COMPONENT = "component"
@@ -62,6 +63,20 @@ class Layout:
             raise ValueError(
                 f"dim={sample_dims} uses every dimension as samples, which leaves no "
                 "features. Leave at least one dimension out of `dim`."
+            )
+        if COMPONENT in obj.dims or COMPONENT in obj.coords:
+            what = "dimension" if COMPONENT in obj.dims else "coordinate"
+            raise ValueError(
+                f"The data have a {what} named {COMPONENT!r}, the name xsvd gives the "
+                "components of U, S and V. Rename it first, e.g. "
+                f"`da.rename({{{COMPONENT!r}: 'mode'}})`."
+            )
+        empty = [d for d in obj.dims if obj.sizes[d] == 0]
+        if empty:
+            raise ValueError(
+                f"The data are empty: dimension {empty[0]!r} has size 0 (sizes "
+                f"{dict(obj.sizes)}). Check the selection that made them (e.g. a `.sel()` "
+                "that matched nothing)."
             )
         return cls(
             name=obj.name,
@@ -149,6 +164,7 @@ class Layout:
                 f"{self.feature_dims}. Weights multiply features; they cannot vary "
                 "along the sample dimension(s)."
             )
+        weights = self._aligned(weights)
         for d in weights.dims:
             if weights.sizes[d] != self.sizes[d]:
                 raise ValueError(
@@ -164,6 +180,35 @@ class Layout:
                 "weight (use 0 to ignore a feature)."
             )
         return vec
+
+    def _aligned(self, weights: xr.DataArray) -> xr.DataArray:
+        """Weights aligned with the data by label along every dimension both index.
+
+        As in any xarray operation: labels in another order are reordered, and
+        weights with more labels than the data are subset. Labels of the data
+        that the weights lack are an error naming the coordinate, never a
+        silent match by position.
+        """
+        for d in weights.dims:
+            if d not in weights.indexes or d not in self.coords or self.coords[d].dims != (d,):
+                continue  # no labels on one side: by position, as xarray does
+            wanted = pd.Index(np.asarray(self.coords[d].values))
+            have = weights.indexes[d]
+            if have.equals(wanted):
+                continue
+            lacking = wanted.difference(have)
+            if len(lacking) or not have.is_unique:
+                shown = ", ".join(_fmt(v) for v in lacking[:3]) if len(lacking) else "duplicates"
+                raise ValueError(
+                    f"The weights' coordinate {d!r} does not match the data's: the weights "
+                    f"have no value for {len(lacking)} of the data's {len(wanted)} {d!r} labels "
+                    f"(e.g. {shown}). Weights are matched to the data by label, as in any "
+                    f"xarray operation. Give weights on the data's coordinate, e.g. "
+                    f"`w.reindex({d}=da[{d!r}])`, or `w.assign_coords({d}=da[{d!r}])` if the "
+                    "labels differ only by rounding."
+                )
+            weights = weights.reindex({d: wanted})
+        return weights
 
     def feature_locator(self) -> FeatureLocator:
         """A small picklable object that names features in error messages."""

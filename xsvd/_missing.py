@@ -1,24 +1,33 @@
-"""What counts as a missing value, and what the solvers do with it: the one home of the rule.
+"""What counts as a missing (or invalid) value, and what the solvers do with it.
 
-The user's option ``missing=`` and the data's dtype give a :class:`MissingRule`:
+The one home of the rule. The user's options ``missing=`` and
+``negative_missing=`` and the data's dtype give a :class:`MissingRule`:
 
-=================  ===========  ==========================================
+=================  ===========  ==============================================
 ``missing=``       data         rule
-=================  ===========  ==========================================
+=================  ===========  ==============================================
 ``"error"``        integer      nothing can be missing (``action="none"``)
 ``"error"``        float        NaN is allowed only in features that are NaN
                                 at every sample (land in an ocean field): they
                                 are zero columns in the solve and NaN in ``V``;
                                 any other NaN raises :class:`MissingValueError`
-``"mean"``         any          NaN and negative values are missing and stand
-                                for their feature's mean over the samples where
-                                it is present (mean imputation, as PLINK 2's
-                                ``--pca meanimpute``)
-=================  ===========  ==========================================
+``"mean"``         float        NaN is missing and stands for its feature's
+                                mean over the samples where it is present
+                                (mean imputation, as PLINK 2's ``--pca
+                                meanimpute``)
+``"mean"``         integer      negative values are missing (the genotype
+                                codes of PLINK and sgkit, e.g. -1) and stand
+                                for their feature's mean
+=================  ===========  ==============================================
 
-Negative values are missing calls in PLINK's and sgkit's integer genotype
-codes; :data:`GENOTYPES` is that convention on its own, for packing and
-counting genotypes.
+Negative values count as missing only in integer data, where NaN cannot
+exist; in floating-point data they are values (anomalies are negative half
+the time) unless ``negative_missing=True`` asks for it. :data:`GENOTYPES` is
+the genotype convention on its own (NaN or negative is missing), for
+packing, counting and reading genotypes.
+
+Infinite values are never allowed: :func:`check_infinite` raises
+:class:`InfiniteValueError`, naming where they are.
 
 Pure arrays (NumPy or CuPy): no xarray here.
 """
@@ -36,9 +45,11 @@ __all__ = [
     "MISSING_OPTIONS",
     "MissingRule",
     "MissingValueError",
+    "InfiniteValueError",
     "GENOTYPES",
     "missing_rule",
     "check_nan_counts",
+    "check_infinite",
 ]
 
 #: The values ``missing=`` accepts.
@@ -48,7 +59,15 @@ Locate = Callable[[np.ndarray], str]
 
 
 class MissingValueError(ValueError):
-    """NaN values in features that are not NaN at every sample."""
+    """Missing values that the chosen ``missing=`` option does not handle.
+
+    Raised for NaN in features that are not NaN at every sample (with
+    ``missing="error"``); the message names the features and how to fix it.
+    """
+
+
+class InfiniteValueError(ValueError):
+    """Infinite values (``inf`` or ``-inf``) in the data; the message names where."""
 
 
 @dataclass(frozen=True)
@@ -90,16 +109,30 @@ class MissingRule:
 GENOTYPES = MissingRule("mean", negative=True)
 
 
-def missing_rule(dtype, missing: str) -> MissingRule:
-    """The rule for data of ``dtype`` under the user's ``missing=`` option."""
+def missing_rule(dtype, missing: str, negative_missing: bool | None = None) -> MissingRule:
+    """The rule for data of ``dtype`` under the user's ``missing=`` and ``negative_missing=``.
+
+    ``negative_missing`` None (default): negative values are missing only in
+    integer data with ``missing="mean"``.
+    """
     if missing not in MISSING_OPTIONS:
         raise ValueError(
             f"missing must be one of {MISSING_OPTIONS}, got {missing!r}. Use "
             "`missing='mean'` to fill each missing value with its feature's mean."
         )
+    if negative_missing not in (None, True, False):
+        raise ValueError(f"negative_missing must be True, False or None, got {negative_missing!r}.")
+    floating = np.dtype(dtype).kind in "fc"
     if missing == "mean":
-        return GENOTYPES
-    return MissingRule("error") if np.dtype(dtype).kind in "fc" else MissingRule("none")
+        negative = not floating if negative_missing is None else bool(negative_missing)
+        return MissingRule("mean", negative=negative)
+    if negative_missing:
+        raise ValueError(
+            "negative_missing=True says negative values are missing, and missing='error' "
+            "allows no missing values (other than features missing at every sample). "
+            "Pass missing='mean' to fill them with their feature's mean."
+        )
+    return MissingRule("error") if floating else MissingRule("none")
 
 
 def check_nan_counts(counts, n_samples: int, *, offset: int = 0, locate: Locate | None = None):
@@ -124,6 +157,24 @@ def check_nan_counts(counts, n_samples: int, *, offset: int = 0, locate: Locate 
             "features that hold them with `da.dropna(...)`."
         )
     return _backend.on_backend_of(host == n_samples, counts)
+
+
+def check_infinite(flags, *, offset: int = 0, locate: Locate | None = None) -> None:
+    """Raise :class:`InfiniteValueError` when any feature holds an infinite value.
+
+    ``flags``: per feature, whether it holds ``inf`` or ``-inf`` (NumPy or
+    CuPy), the features counted from ``offset``; ``locate`` names them.
+    """
+    host = _backend.to_numpy(flags)
+    if not host.any():
+        return
+    idx = np.flatnonzero(host) + offset
+    where = locate(idx) if locate is not None else _default_locate(idx)
+    raise InfiniteValueError(
+        f"The data hold infinite values (inf or -inf) in {idx.size} feature(s): {where}. "
+        "An SVD of them has no meaning. Replace them (e.g. `da.where(np.isfinite(da))` "
+        "makes them NaN, which `missing='mean'` then fills) or drop those features."
+    )
 
 
 def _default_locate(idx: np.ndarray) -> str:

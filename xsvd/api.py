@@ -75,6 +75,7 @@ def svd(
     center: bool = False,
     weights: xr.DataArray | None = None,
     missing: Missing = "error",
+    negative_missing: bool | None = None,
     device: Device = None,
     compute: bool = True,
     progress: bool = False,
@@ -109,12 +110,18 @@ def svd(
         Quantified weights multiply their units into ``S``.
     missing : {"error", "mean"}
         Missing values other than whole-NaN features (land): ``"error"``
-        (default) raises an error that names them; ``"mean"`` treats NaN and
-        negative values (PLINK's and sgkit's missing calls) as missing and
-        stands each for its feature's mean over the samples where it is
+        (default) raises an error that names them; ``"mean"`` stands each
+        missing value for its feature's mean over the samples where it is
         present, inside the products (no filled copy of the data). With
         ``center=True`` they then contribute zero: mean imputation, as
         PLINK 2's ``--pca meanimpute`` and sgkit's ``mean_impute`` do.
+        Missing values are NaN and, in integer data, negative values
+        (PLINK's and sgkit's codes for missing calls, e.g. -1).
+    negative_missing : bool, optional
+        Whether negative values count as missing. Default (None): yes in
+        integer data with ``missing="mean"``, no in floating-point data
+        (anomalies are negative half the time). ``True`` asks for it in
+        floating-point data too (e.g. genotype codes stored as floats).
     device : {None, "gpu", "cpu"}
         Move the data before solving: ``"gpu"`` to CuPy (Dask chunks are
         moved one by one, lazily), ``"cpu"`` to NumPy; None (default) leaves
@@ -154,6 +161,7 @@ def svd(
         center=center,
         weights=weights,
         missing=missing,
+        negative_missing=negative_missing,
         device=device,
         compute=compute,
         progress=progress,
@@ -173,6 +181,7 @@ def exact(
     center: bool = False,
     weights: xr.DataArray | None = None,
     missing: Missing = "error",
+    negative_missing: bool | None = None,
     device: Device = None,
     compute: bool = True,
     progress: bool = False,
@@ -197,6 +206,7 @@ def exact(
         center=center,
         weights=weights,
         missing=missing,
+        negative_missing=negative_missing,
         device=device,
         compute=compute,
         progress=progress,
@@ -211,6 +221,7 @@ def compressed(
     center: bool = False,
     weights: xr.DataArray | None = None,
     missing: Missing = "error",
+    negative_missing: bool | None = None,
     device: Device = None,
     compute: bool = True,
     progress: bool = False,
@@ -241,7 +252,7 @@ def compressed(
         of the data and a little more small math, much more accurate
         singular values where the spectrum decays slowly (the noise
         components of genotype data, say). Recommended for PCA of genotypes.
-    obj, dim, center, weights, missing, device, compute, progress
+    obj, dim, center, weights, missing, negative_missing, device, compute, progress
         See :func:`svd`.
 
     Examples
@@ -260,6 +271,7 @@ def compressed(
         center=center,
         weights=weights,
         missing=missing,
+        negative_missing=negative_missing,
         device=device,
         compute=compute,
         progress=progress,
@@ -281,6 +293,7 @@ def _run(
     weights,
     compute,
     missing="error",
+    negative_missing=None,
     device=None,
     progress=False,
     n_power_iter=None,
@@ -323,6 +336,7 @@ def _run(
             center=center,
             weights=w,
             missing=missing,
+            negative_missing=negative_missing,
             locate=layout.feature_locator(),
             compute=compute,
             progress=show,
@@ -338,6 +352,7 @@ def _run(
             seed=seed,
             dtype=dtype,
             missing=missing,
+            negative_missing=negative_missing,
             krylov=bool(krylov),
             locate=layout.feature_locator(),
             compute=compute,

@@ -170,7 +170,7 @@ def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
         if col != "samples":
             values = samples[col].to_numpy(dtype=str)
             if col == "sex":
-                values = values.astype(np.int8)
+                values = _sex_codes(values)
             coords[col] = ("samples", values)
     attrs = {
         "source": str(bed),
@@ -179,6 +179,15 @@ def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
     return xr.DataArray(
         arr, dims=("variants", "samples"), coords=coords, name="genotype", attrs=attrs
     )
+
+
+#: PLINK 2's sex codes: 1 or M = male, 2 or F = female; anything else is unknown (0).
+_SEX_CODES = {"1": 1, "m": 1, "male": 1, "2": 2, "f": 2, "female": 2}
+
+
+def _sex_codes(values) -> np.ndarray:
+    """The ``.fam`` sex column as PLINK's codes 1 (male), 2 (female), 0 (unknown), int8."""
+    return np.array([_SEX_CODES.get(str(v).strip().lower(), 0) for v in values], dtype=np.int8)
 
 
 def _token(path: Path, size: int, step: int) -> str:

@@ -5,6 +5,7 @@ Never imports xarray or pint (a test checks it).
 
 from __future__ import annotations
 
+from .._missing import InfiniteValueError
 from ._common import Decomposition, MissingValueError, fix_signs
 from .exact import exact_svd
 from .randomized import DEFAULT_N_OVERSAMPLES, DEFAULT_N_POWER_ITER, randomized_svd
@@ -12,6 +13,7 @@ from .randomized import DEFAULT_N_OVERSAMPLES, DEFAULT_N_POWER_ITER, randomized_
 __all__ = [
     "Decomposition",
     "MissingValueError",
+    "InfiniteValueError",
     "exact_svd",
     "randomized_svd",
     "fix_signs",

@@ -27,6 +27,7 @@ __all__ = [
     "MissingValueError",
     "Locate",
     "fix_signs",
+    "validate_shape",
     "validate_k",
     "eps_tolerance",
     "nan_rows",
@@ -103,6 +104,21 @@ def fix_signs(U, V):
     sign = ((V.max(axis=0) + V.min(axis=0)) >= 0) * 2 - 1
     sign = sign.astype(V.dtype)
     return U * sign, V * sign
+
+
+def validate_shape(m: int, n: int, k: int | None, *, center: bool, required: bool) -> int | None:
+    """Check that an ``m x n`` matrix can be decomposed as asked; return ``k`` (or None)."""
+    if m == 0 or n == 0:
+        raise ValueError(
+            f"The data are empty: a {m} x {n} (samples x features) matrix. Check the "
+            "selection that made them (e.g. a `.sel()` that matched nothing)."
+        )
+    if center and m == 1:
+        raise ValueError(
+            "center=True with a single sample leaves nothing to decompose: the mean is that "
+            "sample. Decompose more samples, or pass center=False."
+        )
+    return validate_k(k, m, n, required=required)
 
 
 def validate_k(k: int | None, m: int, n: int, *, required: bool) -> int | None:

@@ -62,12 +62,16 @@ class Executor(ABC):
         Start and length of every stripe along ``axis``.
     xp : module
         The array module of the data's chunks (numpy or cupy).
+    concrete : bool
+        What ``end_pass`` returns is computed (so the solver can look at it
+        and decide what to do next); False for one lazy graph.
     """
 
     axis: int
     offsets: list[int]
     sizes: list[int]
     xp: Any
+    concrete: bool = True
 
     @abstractmethod
     def share(self, value):
@@ -162,6 +166,8 @@ class Eager(Executor):
 
 class Lazy(Executor):
     """All passes as one Dask graph: one task per stripe and pass, tree reductions."""
+
+    concrete = False
 
     def __init__(self, a, axis: int, split_every: int = 8):
         self.graph = _Graph(a, axis, split_every)

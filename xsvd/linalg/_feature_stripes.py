@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from .. import _backend
-from .._missing import check_nan_counts
+from .._missing import check_infinite, check_nan_counts
 from ._plan import Problem, ReadSpec
 from ._state import FeatureStats, Sketch, Summable
-from ._stripe import fill_missing, stripe_sub, sub_blocks
+from ._stripe import column_magnitudes, fill_missing, scaled, stripe_sub, sub_blocks
 
 
 @dataclass
@@ -73,11 +73,17 @@ class FeatureStripes:
         total = ex.sum(sums)
         return Sketch(Y, None, total.cross, total.gram), (stripe_stats if first else stats)
 
+    def value_range(self, stats: list):
+        """The largest magnitude in the data, over every stripe."""
+        ex = self.ex
+        amax = ex.map(_unpack, stats, nout=4)[3]
+        return ex.call(_largest, *amax)
+
     def finish(self, stats: list) -> FeatureStats:
         """The per-stripe statistics joined into arrays of the input's kind."""
         ex, pb = self.ex, self.problem
         vec = [(s,) for s in ex.sizes]
-        mean, total_ss, nan_mask = ex.map(_unpack, stats, nout=3)
+        mean, total_ss, nan_mask, _ = ex.map(_unpack, stats, nout=4)
         return FeatureStats(
             mean=ex.concat(mean, vec, np.float64) if pb.center else None,
             total_ss=ex.array(ex.call(_sum_scalars, *total_ss), (), np.float64),
@@ -93,7 +99,11 @@ def _with_ones(W, dtype):
 
 
 def _unpack(stats: FeatureStats):
-    return stats.mean, stats.total_ss, stats.nan_mask
+    return stats.mean, stats.total_ss, stats.nan_mask, stats.amax
+
+
+def _largest(*amax):
+    return max(amax)
 
 
 def _sum_scalars(*xs):
@@ -113,6 +123,7 @@ def _read_stripe(blocks, w, offset: int, basis_ext, first: bool, spec: ReadSpec,
     correction = xp.zeros((l,), dtype=np.float64)
     mean = xp.empty((nj,), dtype=np.float64) if (first and spec.center) else None
     nan_mask = xp.zeros((nj,), dtype=bool) if (first and rule.active) else None
+    amax = xp.zeros((nj,), dtype=dtype) if (first and spec.watch_range) else None
     ss = 0.0
     for c0, c1 in sub_blocks(nj, m, spec.sub_block):
         sub = stripe_sub(blocks, 1, c0, c1, dtype)
@@ -124,6 +135,9 @@ def _read_stripe(blocks, w, offset: int, basis_ext, first: bool, spec: ReadSpec,
                 nan_mask[c0:c1] = count == m
             elif nan_mask is not None:
                 nan_mask[c0:c1] = check_nan_counts(count, m, offset=offset + c0, locate=locate)
+        sub = scaled(sub, spec.scale)
+        if amax is not None:
+            amax[c0:c1] = column_magnitudes(sub)
         raw = (sub.T @ basis_ext).astype(np.float64)  # (cs, l + 1): C_s W and feature sums
         y = raw[:, :l]
         mu = raw[:, l] / m if spec.center else None
@@ -148,4 +162,7 @@ def _read_stripe(blocks, w, offset: int, basis_ext, first: bool, spec: ReadSpec,
                 sq = sq * ws**2
             ss = ss + float(sq.sum())
     sums.cross -= correction[None, :]
-    return Y, sums, FeatureStats(mean, ss, nan_mask)
+    if amax is not None:  # every sample of these features was here: name them now
+        check_infinite(~(amax < np.inf), offset=offset, locate=locate)
+        amax = amax.max() if nj else amax.dtype.type(0)
+    return Y, sums, FeatureStats(mean, ss, nan_mask, amax)

@@ -55,6 +55,17 @@ class Problem:
         Which way the data are cut (see :func:`plan`).
     sub_block : int
         Elements of the float sub-block a stripe is multiplied in at a time.
+    watch_range : bool
+        The data's dtype does not bound their magnitude (floating point, or
+        integers of 32 bits and more): the first pass measures it, and data
+        too large or too small for the product dtype are rescaled.
+    scale : float
+        A power of two the data are multiplied by as they are read (1: none);
+        results are scaled back at the end.
+    weight_scale : float
+        A power of two ``weights`` were multiplied by (1: none).
+    rescaled : bool
+        The first pass was read again with ``scale`` (one more read).
     """
 
     n_samples: int
@@ -70,6 +81,10 @@ class Problem:
     krylov: bool
     stripes: str
     sub_block: int
+    watch_range: bool = False
+    scale: float = 1.0
+    weight_scale: float = 1.0
+    rescaled: bool = False
 
     @property
     def thin_length(self) -> int:
@@ -88,11 +103,13 @@ class Problem:
 
     @property
     def passes(self) -> int:
-        """Reads of the data: ``q + 1``, plus the means' own read when needed."""
-        return self.n_power_iter + 1 + int(self.prepass)
+        """Reads of the data: ``q + 1``, plus the means' own read and a rescaled first pass."""
+        return self.n_power_iter + 1 + int(self.prepass) + int(self.rescaled)
 
     def read_spec(self) -> ReadSpec:
-        return ReadSpec(self.dtype, self.missing, self.sub_block, self.center)
+        return ReadSpec(
+            self.dtype, self.missing, self.sub_block, self.center, self.watch_range, self.scale
+        )
 
 
 @dataclass(frozen=True)
@@ -103,6 +120,39 @@ class ReadSpec:
     missing: MissingRule
     sub_block: int
     center: bool
+    watch_range: bool = False
+    scale: float = 1.0
+
+
+#: Magnitudes of the data (after ``Problem.scale``) that the products in each
+#: dtype take without overflow or loss to underflow, with room for sums over
+#: millions of rows and columns (float32: about 1e-9 to 1e9; float64: 1e-90 to 1e90).
+SAFE_MAGNITUDE = {
+    np.dtype(np.float32): (2.0**-30, 2.0**30),
+    np.dtype(np.float64): (2.0**-300, 2.0**300),
+}
+#: Weights outside this range of magnitudes are brought into it by a power of two.
+SAFE_WEIGHT = (2.0**-20, 2.0**20)
+
+
+def watches_range(a) -> bool:
+    """Whether the dtype of ``a`` leaves the magnitude of its values open."""
+    if _backend.is_packed(a):
+        return False  # genotypes: 0, 1, 2
+    dtype = np.dtype(a.dtype)
+    return dtype.kind in "fc" or (dtype.kind in "iu" and dtype.itemsize >= 4)
+
+
+def power_of_two_scale(magnitude: float, low: float, high: float) -> float:
+    """1.0 when ``magnitude`` is within ``[low, high]`` (or 0), else ``2**-e`` bringing it near 1.
+
+    Multiplying by a power of two is exact, so rescaled products round the
+    same way as unscaled ones would without overflow or underflow.
+    """
+    magnitude = float(magnitude)
+    if magnitude == 0 or low <= magnitude <= high or not np.isfinite(magnitude):
+        return 1.0
+    return float(2.0 ** -np.frexp(magnitude)[1])
 
 
 def plan(a, compute: bool, progress=None) -> tuple[str, int, Executor]:

@@ -24,21 +24,31 @@ from typing import Any
 import numpy as np
 
 from .. import _backend
-from .._missing import check_nan_counts
+from .._missing import check_infinite, check_nan_counts
 from ._plan import Problem, ReadSpec
 from ._state import FeatureStats, Sketch, Summable
-from ._stripe import fill_missing, stripe_sub, sub_block_lines, sub_blocks
+from ._stripe import (
+    column_magnitudes,
+    fill_missing,
+    scaled,
+    stripe_sub,
+    sub_block_lines,
+    sub_blocks,
+)
 
 
 @dataclass
 class StripeSums(Summable):
     """One stripe's share of a pass's sums (added over stripes)."""
 
+    MAXED = ("amax",)
+
     cross: Any  # A_i^T [Y_i, 1]: (n x (l + 1)), the last column holds the feature sums
     gram: Any  # Y_i^T Y_i
     sketch_sum: Any  # column sums of Y_i, (l,)
     sumsq: Any  # first pass: per-feature sums of squares of the (filled) data
     missing_count: Any  # first pass, when values may be missing: per feature
+    amax: Any = None  # first pass, when the dtype leaves it open: per-feature largest |value|
 
 
 @dataclass
@@ -86,6 +96,10 @@ class SampleStripes:
         )
         return Sketch(Y, mean_row, cross, gram), stats
 
+    def value_range(self, stats: FeatureStats):
+        """The largest magnitude in the data."""
+        return stats.amax
+
     def finish(self, stats: FeatureStats) -> FeatureStats:
         """The statistics as arrays of the input's kind."""
         ex, pb = self.ex, self.problem
@@ -118,6 +132,7 @@ def _read_stripe(blocks, basis_w, shift, first: bool, spec: ReadSpec, fill):
         sketch_sum=xp.zeros((l,), dtype=np.float64),
         sumsq=xp.zeros((n,), dtype=np.float64) if first else None,
         missing_count=xp.zeros((n,), dtype=np.int64) if (first and rule.active) else None,
+        amax=xp.zeros((n,), dtype=dtype) if (first and spec.watch_range) else None,
     )
     ext = xp.ones((min(mi, sub_block_lines(n, spec.sub_block)), l + 1), dtype=dtype)
     for r0, r1 in sub_blocks(mi, n, spec.sub_block):
@@ -126,6 +141,9 @@ def _read_stripe(blocks, basis_w, shift, first: bool, spec: ReadSpec, fill):
             sub, count = fill_missing(xp, sub, rule, fill)
             if sums.missing_count is not None:
                 sums.missing_count += count
+        sub = scaled(sub, spec.scale)
+        if sums.amax is not None:
+            sums.amax = xp.maximum(sums.amax, column_magnitudes(sub))
         if shift is not None:
             sub = sub - shift
         y = sub @ basis_w
@@ -147,9 +165,9 @@ def _read_present(blocks, spec: ReadSpec):
     mi, n = blocks[0].shape[0], sum(b.shape[1] for b in blocks)
     out = PresentSums(xp.zeros((n,), dtype=np.float64), xp.zeros((n,), dtype=np.int64))
     for r0, r1 in sub_blocks(mi, n, spec.sub_block):
-        sub = stripe_sub(blocks, 0, r0, r1, np.float32)
+        sub = stripe_sub(blocks, 0, r0, r1, spec.dtype)
         mask = spec.missing.mask(xp, sub)
-        out.sums += xp.where(mask, np.float32(0), sub).sum(axis=0, dtype=np.float64)
+        out.sums += xp.where(mask, sub.dtype.type(0), sub).sum(axis=0, dtype=np.float64)
         out.counts += (r1 - r0) - mask.sum(axis=0)
     return out
 
@@ -173,7 +191,16 @@ def _as_dtype(x, dtype):
 
 
 def _first_pass_stats(total: StripeSums, m: int, spec: ReadSpec, locate, w) -> FeatureStats:
-    """Means, total sum of squares and all-missing features from the first pass's sums."""
+    """Means, total sum of squares and all-missing features from the first pass's sums.
+
+    Raises :class:`~xsvd._missing.InfiniteValueError` naming the features that
+    hold infinite values, :class:`~xsvd._missing.MissingValueError` for NaN
+    the missing rule does not allow.
+    """
+    amax = None
+    if total.amax is not None:
+        check_infinite(~(total.amax < np.inf), locate=locate)
+        amax = total.amax.max()
     nan_mask = None
     if total.missing_count is not None:
         if spec.missing.fills:
@@ -184,7 +211,7 @@ def _first_pass_stats(total: StripeSums, m: int, spec: ReadSpec, locate, w) -> F
     ss = total.sumsq - m * mean**2 if spec.center else total.sumsq
     if w is not None:
         ss = ss * w**2
-    return FeatureStats(mean, ss.sum(), nan_mask)
+    return FeatureStats(mean, ss.sum(), nan_mask, amax)
 
 
 def _centered(total: StripeSums, basis_w, mean, w, m: int):

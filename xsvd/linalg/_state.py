@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from .. import _backend
+
 
 @dataclass
 class Sketch:
@@ -48,11 +50,15 @@ class FeatureStats:
         ``||B||_F^2``, the total sum of squares of the centered, weighted data.
     nan_mask : array (n,) of bool, or None
         Features missing at every sample (None when nothing can be missing).
+    amax : scalar or None
+        The largest magnitude in the data as read (times ``Problem.scale``),
+        where the data's dtype does not bound it (see ``Problem.watch_range``).
     """
 
     mean: Any
     total_ss: Any
     nan_mask: Any
+    amax: Any = None
 
 
 @dataclass
@@ -79,11 +85,21 @@ class Carry:
 
 
 class Summable:
-    """Field-by-field ``+`` for per-stripe partial sums (None stays None)."""
+    """Field-by-field ``+`` for per-stripe partial sums (None stays None).
+
+    Fields named in ``MAXED`` are combined by their elementwise maximum instead.
+    """
+
+    MAXED: tuple = ()
 
     def __add__(self, other):
         parts = {}
         for f in fields(self):
             a, b = getattr(self, f.name), getattr(other, f.name)
-            parts[f.name] = None if a is None else a + b
+            if a is None:
+                parts[f.name] = None
+            elif f.name in self.MAXED:
+                parts[f.name] = _backend.namespace(a).maximum(a, b)
+            else:
+                parts[f.name] = a + b
         return replace(self, **parts)

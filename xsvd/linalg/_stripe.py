@@ -78,3 +78,16 @@ def fill_missing(xp, sub, rule: MissingRule, fill=None):
     else:
         value = fill
     return xp.where(mask, value, sub), count
+
+
+def scaled(sub, scale: float):
+    """The sub-block times ``scale`` (a power of two, so exact); itself when it is 1."""
+    if scale == 1:
+        return sub
+    return sub * sub.dtype.type(scale)
+
+
+def column_magnitudes(sub):
+    """Per column, the largest magnitude in a float sub-block (``inf`` where one is infinite)."""
+    xp = _backend.namespace(sub)
+    return xp.maximum(sub.max(axis=0), -sub.min(axis=0))

@@ -16,8 +16,8 @@ import warnings
 import numpy as np
 
 from .. import _backend
-from .._missing import MissingRule, check_nan_counts, missing_rule
-from ._common import Decomposition, Locate, fix_signs, nan_rows, validate_k
+from .._missing import MissingRule, check_infinite, check_nan_counts, missing_rule
+from ._common import Decomposition, Locate, fix_signs, nan_rows, validate_shape
 
 __all__ = ["exact_svd"]
 
@@ -32,6 +32,7 @@ def exact_svd(
     center: bool = False,
     weights=None,
     missing: str = "error",
+    negative_missing: bool | None = None,
     locate: Locate | None = None,
     compute: bool = False,
     progress=None,
@@ -44,7 +45,7 @@ def exact_svd(
         NumPy, CuPy or Dask array (samples x features).
     k : int, optional
         Keep the first ``k`` components (all ``min(m, n)`` when None).
-    center, weights, missing, locate, compute, progress
+    center, weights, missing, negative_missing, locate, compute, progress
         As for :func:`xsvd.linalg.randomized_svd` (``missing="mean"`` fills a
         float copy here, as the exact SVD needs the whole matrix anyway).
 
@@ -70,9 +71,9 @@ def exact_svd(
     True
     """
     m, n = a.shape
-    k = validate_k(k, m, n, required=False)
+    k = validate_shape(m, n, k, center=center, required=False)
     dtype = np.float32 if a.dtype == np.float32 else np.float64
-    rule = missing_rule(a.dtype, missing)
+    rule = missing_rule(a.dtype, missing, negative_missing)
     B, mean, nan_mask = _prepare(a, dtype, center, weights, rule, locate)
     if _backend.is_dask(B):
         U, S, V = _tsqr_svd(B)
@@ -96,6 +97,11 @@ def _prepare(a, dtype, center: bool, weights, rule: MissingRule, locate):
     xp = _backend.array_module(a)  # numpy, cupy or dask.array: the same code for each
     m = a.shape[0]
     B = a.astype(dtype)
+    if np.dtype(a.dtype).kind in "fc":  # every block of B waits for the check of its features
+        infinite = _backend.map_blocks(
+            _checked_finite, xp.isinf(B).any(axis=0), locate, dtype=bool, meta=_bool_meta(B)
+        )
+        B = _backend.map_blocks(_after_check, B, infinite[None, :], dtype=dtype)
     nan_mask = None
     if rule.fills:
         mask = rule.mask(xp, B)
@@ -127,6 +133,12 @@ def _bool_meta(B):
 def _checked_mask(counts, m, locate, block_info=None):
     offset = block_info[0]["array-location"][0][0] if block_info else 0
     return check_nan_counts(counts, m, offset=offset, locate=locate)
+
+
+def _checked_finite(flags, locate, block_info=None):
+    offset = block_info[0]["array-location"][0][0] if block_info else 0
+    check_infinite(flags, offset=offset, locate=locate)
+    return flags
 
 
 def _after_check(block, _mask):

@@ -76,13 +76,23 @@ steps eagerly or with Dask). The pass loop itself is :func:`randomized_svd`'s
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .. import _backend
 from .._missing import missing_rule
-from ._common import Decomposition, Locate, fix_signs, nan_rows, validate_k
+from ._common import Decomposition, Locate, fix_signs, nan_rows, validate_shape
 from ._feature_stripes import FeatureStripes
-from ._plan import SAMPLES, Problem, plan
+from ._plan import (
+    SAFE_MAGNITUDE,
+    SAFE_WEIGHT,
+    SAMPLES,
+    Problem,
+    plan,
+    power_of_two_scale,
+    watches_range,
+)
 from ._sample_stripes import SampleStripes
 from ._small import finalize, hstack, krylov_basis, matmul, orth, stripe_vectors
 from ._state import Carry, Sketch
@@ -104,6 +114,7 @@ def randomized_svd(
     seed: int | None = None,
     dtype=None,
     missing: str = "error",
+    negative_missing: bool | None = None,
     krylov: bool = False,
     locate: Locate | None = None,
     compute: bool = False,
@@ -132,11 +143,15 @@ def randomized_svd(
         float64 and everything else is computed in float32.
     missing : {"error", "mean"}
         ``"error"``: NaN is allowed only in features NaN at every sample.
-        ``"mean"``: NaN and negative values are missing and stand for their
-        feature's mean over the samples where it is present, filled in each
-        float sub-block as it is multiplied (no filled copy). When stripes
-        are blocks of samples, the means take one extra read of the data.
-        See :mod:`xsvd._missing`.
+        ``"mean"``: missing values (NaN; in integer data, negative values)
+        stand for their feature's mean over the samples where it is present,
+        filled in each float sub-block as it is multiplied (no filled copy).
+        When stripes are blocks of samples, the means take one extra read of
+        the data. See :mod:`xsvd._missing`.
+    negative_missing : bool, optional
+        Whether negative values are missing too. Default: in integer data
+        (genotype codes such as -1) with ``missing="mean"``, not in
+        floating-point data.
     krylov : bool
         Keep every pass's sketch and take the singular vectors from their
         joint span (a block Krylov space, Musco & Musco 2015) instead of the
@@ -163,12 +178,27 @@ def randomized_svd(
         (``"samples"`` or ``"features"``), ``settings["passes"]`` how often
         they were read.
 
+    Raises
+    ------
+    MissingValueError, InfiniteValueError
+        For NaN that ``missing`` does not allow, and for infinite values,
+        naming the features that hold them.
+
     Notes
     -----
     Memory: besides the stripes being read (one per worker thread), a NumPy
     float sub-block of about 4 MiB per stripe (see :func:`xsvd.set_options`),
     and ``O((m + n) l)`` for the small matrices. The input is never copied
     whole, centered, weighted or converted to float.
+
+    Magnitude: where the dtype leaves it open (floating point, integers of
+    32 bits and more), the first pass also measures the largest magnitude.
+    Data too large or too small to multiply in the product dtype (float32:
+    outside about 1e-9 to 1e9; float64: 1e-90 to 1e90) are read again,
+    multiplied by a power of two (exact), and the results scaled back: one
+    more read, counted in ``settings["passes"]``. With ``compute=False`` (one
+    lazy graph) such data raise a ``ValueError`` instead. Weights of extreme
+    magnitude are rescaled the same way, at no cost.
 
     References
     ----------
@@ -195,15 +225,19 @@ def randomized_svd(
     ('samples', 5)
     """
     m, n = a.shape
-    k = validate_k(k, m, n, required=True)
+    k = validate_shape(m, n, k, center=center, required=True)
     if not isinstance(n_power_iter, int | np.integer) or n_power_iter < 0:
         raise ValueError(f"n_power_iter must be an integer >= 0, got {n_power_iter!r}.")
     if not isinstance(n_oversamples, int | np.integer) or n_oversamples < 0:
         raise ValueError(f"n_oversamples must be an integer >= 0, got {n_oversamples!r}.")
     ctype = _backend.compute_dtype(a.dtype, dtype)
-    rule = missing_rule(a.dtype, missing)
+    rule = missing_rule(a.dtype, missing, negative_missing)
     stripes, sub_block, ex = plan(a, compute, progress)
     w = None if weights is None else np.asarray(_backend.to_numpy(weights), dtype=np.float64)
+    weight_scale = 1.0
+    if w is not None and w.size:
+        weight_scale = power_of_two_scale(np.abs(w).max(), *SAFE_WEIGHT)
+        w = w * weight_scale
     problem = Problem(
         n_samples=m,
         n_features=n,
@@ -218,11 +252,14 @@ def randomized_svd(
         krylov=bool(krylov),
         stripes=stripes,
         sub_block=sub_block,
+        watch_range=watches_range(a),
+        weight_scale=weight_scale,
     )
     if progress is not None:
         progress.total = problem.passes
     omega = _backend.standard_normal(ex.xp, seed, (problem.thin_length, problem.width), np.float64)
-    stripe_side, thin_side, S, stats = _passes(ex, problem, omega)
+    stripe_side, thin_side, S, stats, problem = _passes(ex, problem, omega, progress)
+    S, stats = _scaled_back(S, stats, problem)
     U, V = (stripe_side, thin_side) if stripes == SAMPLES else (thin_side, stripe_side)
     U, V = fix_signs(U, V)
     if stats.nan_mask is not None:
@@ -243,30 +280,80 @@ def randomized_svd(
     )
 
 
-def _passes(ex, problem: Problem, omega):
+def _passes(ex, problem: Problem, omega, progress=None):
     """The passes over the data and the final step: the algorithm, orientation aside.
 
     Returns the stripe-side and thin-side singular vectors, the singular
-    values and the feature statistics, as arrays of the input's kind.
+    values and the feature statistics, as arrays of the input's kind (in the
+    units of ``problem.scale``), and the problem as it ran.
     """
-    side = (SampleStripes if problem.stripes == SAMPLES else FeatureStripes)(ex, problem)
+    side = _side(ex, problem)
     carry = Carry(basis=omega, fill=side.prepare())
     if carry.fill is not None:
         carry = ex.end_pass(carry)  # the means' own read
-    q = problem.n_power_iter
-    for p in range(q + 1):
-        first, last = p == 0, p == q
-        sketch, stats = side.read(carry.basis, carry.stats, carry.fill, first)
-        if last:
-            carry = Carry(None, stats, [*carry.sketches, sketch], carry.fill)
-        else:
-            kept = carry.sketches
-            if problem.krylov:  # the final step rebuilds G from every pass's Y
-                kept = [*kept, Sketch(sketch.blocks, sketch.mean_row, sketch.cross, None)]
-            carry = Carry(ex.call(orth, sketch.cross), stats, kept, carry.fill)
-        carry = ex.end_pass(carry)
+    p, q = 0, problem.n_power_iter
+    while p <= q:
+        carry = _one_pass(ex, problem, side, carry, first=p == 0, last=p == q)
+        if p == 0 and problem.watch_range and ex.concrete:
+            amax = side.value_range(carry.stats)
+            scale = power_of_two_scale(amax, *SAFE_MAGNITUDE[problem.dtype])
+            if scale != 1:  # too large or small to multiply: read the first pass again, scaled
+                problem = replace(problem, scale=scale, rescaled=True)
+                side = _side(ex, problem)
+                carry = Carry(basis=omega, fill=carry.fill)
+                if progress is not None:
+                    progress.total = problem.passes
+                continue
+        p += 1
     stripe_side, thin_side, S = _final_factors(ex, problem, carry.sketches)
-    return stripe_side, thin_side, S, side.finish(carry.stats)
+    return stripe_side, thin_side, S, side.finish(carry.stats), problem
+
+
+def _side(ex, problem: Problem):
+    return (SampleStripes if problem.stripes == SAMPLES else FeatureStripes)(ex, problem)
+
+
+def _one_pass(ex, problem: Problem, side, carry: Carry, first: bool, last: bool) -> Carry:
+    """One read of the data: the sketch, and what the next pass (or the final step) needs."""
+    sketch, stats = side.read(carry.basis, carry.stats, carry.fill, first)
+    if first and problem.watch_range and not ex.concrete:
+        # one lazy graph cannot read the first pass again: refuse what it cannot multiply
+        checked = ex.call(_within_range, sketch.cross, side.value_range(stats), problem.dtype)
+        sketch = replace(sketch, cross=checked)
+    if last:
+        return ex.end_pass(Carry(None, stats, [*carry.sketches, sketch], carry.fill))
+    kept = carry.sketches
+    if problem.krylov:  # the final step rebuilds G from every pass's Y
+        kept = [*kept, Sketch(sketch.blocks, sketch.mean_row, sketch.cross, None)]
+    return ex.end_pass(Carry(ex.call(orth, sketch.cross), stats, kept, carry.fill))
+
+
+def _within_range(cross, amax, dtype):
+    """``cross``, or a clear error when the data cannot be multiplied in ``dtype`` unscaled."""
+    low, high = SAFE_MAGNITUDE[dtype]
+    if power_of_two_scale(amax, low, high) != 1:
+        raise ValueError(
+            f"The data reach magnitudes of {float(amax):.3g}, too "
+            f"{'large' if float(amax) > high else 'small'} to multiply in {dtype} without "
+            "overflow or underflow, and a lazy result (compute=False) cannot read them again "
+            "rescaled. Use compute=True (the default), which rescales them, or multiply the "
+            "data by a suitable factor first."
+        )
+    return cross
+
+
+def _scaled_back(S, stats, problem: Problem):
+    """Singular values, mean and total sum of squares in the data's own units."""
+    factor = problem.scale * problem.weight_scale
+    if factor == 1:
+        return S, stats
+    total_ss = stats.total_ss
+    if isinstance(total_ss, float):  # a NumPy scalar: inf or 0 beyond float64, no exception
+        total_ss = np.float64(total_ss)
+    with np.errstate(over="ignore", under="ignore"):  # sums of squares beyond float64
+        mean = None if stats.mean is None else stats.mean / problem.scale
+        total_ss = total_ss / factor / factor
+    return S / factor, replace(stats, mean=mean, total_ss=total_ss)
 
 
 def _final_factors(ex, problem: Problem, sketches: list[Sketch]):
