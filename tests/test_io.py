@@ -444,7 +444,7 @@ def test_to_dataset_holds_everything_from_dataset_needs():
     sst, res = _result()
     ds = res.to_dataset()
     assert ds.attrs["xsvd_format"] == 2 and ds.attrs["xsvd_n_power_iter"] == 2
-    assert ds.attrs["xsvd_center"] == 1 and ds.attrs["xsvd_krylov"] == 0
+    assert ds.attrs["xsvd_center"] == 1 and ds.attrs["xsvd_krylov"] == 1
     back = xsvd.SVDResult.from_dataset(ds)
     for a, b in zip(res, back, strict=True):
         xr.testing.assert_identical(a, b)

@@ -353,13 +353,13 @@ def test_krylov_is_more_accurate_on_a_slow_spectrum_with_the_same_reads(chunks):
     x = a if chunks is None else da.from_array(a, chunks=chunks)
     errs = {}
     for krylov in (False, True):
-        d = randomized_svd(x, 10, center=True, n_power_iter=3, seed=0, krylov=krylov, compute=True)
-        assert d.settings["passes"] == 4
+        d = randomized_svd(x, 10, center=True, n_power_iter=5, seed=0, krylov=krylov, compute=True)
+        assert d.settings["passes"] == 6
         errs[krylov] = np.max(np.abs(np.asarray(d.S) - ref) / ref)
         U, V = np.asarray(d.U), np.asarray(d.V)
         np.testing.assert_allclose(U.T @ U, np.eye(10), atol=1e-6)
         np.testing.assert_allclose(V.T @ V, np.eye(10), atol=1e-6)
     assert errs[True] < errs[False] / 2.5
     if chunks is not None:  # one lazy graph gives the same numbers
-        lazy = randomized_svd(x, 10, center=True, n_power_iter=3, seed=0, krylov=True)
+        lazy = randomized_svd(x, 10, center=True, n_power_iter=5, seed=0, krylov=True)
         np.testing.assert_allclose(np.asarray(lazy.S.compute()), np.asarray(d.S), rtol=1e-6)

@@ -8,7 +8,13 @@ from __future__ import annotations
 from .._missing import InfiniteValueError
 from ._common import Decomposition, MissingValueError, fix_signs
 from .exact import exact_svd
-from .randomized import DEFAULT_N_OVERSAMPLES, DEFAULT_N_POWER_ITER, randomized_svd
+from .randomized import (
+    DEFAULT_KRYLOV,
+    DEFAULT_MAX_PASSES,
+    DEFAULT_N_OVERSAMPLES,
+    DEFAULT_N_POWER_ITER,
+    randomized_svd,
+)
 
 __all__ = [
     "Decomposition",
@@ -19,4 +25,6 @@ __all__ = [
     "fix_signs",
     "DEFAULT_N_POWER_ITER",
     "DEFAULT_N_OVERSAMPLES",
+    "DEFAULT_MAX_PASSES",
+    "DEFAULT_KRYLOV",
 ]

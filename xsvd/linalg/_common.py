@@ -42,7 +42,10 @@ class Decomposition:
     all-NaN features, ``mean`` the per-feature mean that was removed (None when
     not centering), ``total_ss`` the total sum of squares of ``B`` (a 0-d
     array), ``nan_features`` the boolean mask of all-NaN features (None for data
-    that cannot hold NaN).
+    that cannot hold NaN), ``errors`` (k x 3) the estimated errors of each
+    component: of ``S`` (absolute), of the singular vectors (an angle in
+    radians) and the relative residual ``||B^T u - s v|| / s`` (zeros for the
+    exact SVD).
     """
 
     U: Any
@@ -53,9 +56,10 @@ class Decomposition:
     nan_features: Any
     method: str
     settings: dict
+    errors: Any = None
 
     #: The array parts, in the order above.
-    ARRAYS = ("U", "S", "V", "mean", "total_ss", "nan_features")
+    ARRAYS = ("U", "S", "V", "mean", "total_ss", "nan_features", "errors")
 
     def lazy_parts(self) -> dict:
         """The parts that are Dask arrays, by name."""

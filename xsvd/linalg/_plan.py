@@ -66,6 +66,11 @@ class Problem:
         A power of two ``weights`` were multiplied by (1: none).
     rescaled : bool
         The first pass was read again with ``scale`` (one more read).
+    tol : float or None
+        Pass over the data until every error estimate is below this
+        (relative), up to ``max_passes``; None: ``n_power_iter + 1`` passes.
+    max_passes : int
+        With ``tol``: the most passes (reads of the data, the first included).
     """
 
     n_samples: int
@@ -85,6 +90,8 @@ class Problem:
     scale: float = 1.0
     weight_scale: float = 1.0
     rescaled: bool = False
+    tol: float | None = None
+    max_passes: int = 0
 
     @property
     def thin_length(self) -> int:
@@ -104,7 +111,12 @@ class Problem:
     @property
     def passes(self) -> int:
         """Reads of the data: ``q + 1``, plus the means' own read and a rescaled first pass."""
-        return self.n_power_iter + 1 + int(self.prepass) + int(self.rescaled)
+        return self.n_power_iter + 1 + self.extra_passes
+
+    @property
+    def extra_passes(self) -> int:
+        """Reads besides the ``q + 1`` of the iterations."""
+        return int(self.prepass) + int(self.rescaled)
 
     def read_spec(self) -> ReadSpec:
         return ReadSpec(

@@ -48,15 +48,19 @@ def finalize(cross, gram, k: int, dtype):
     thin = Vt[:kk].T
     sig = sig[:kk]
     if kk < k:
-        warnings.warn(
-            f"The data have numerical rank {kk} < k={k}: the last {k - kk} components are zero.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        _warn_rank(kk, k)
         rotation = xp.concatenate([rotation, xp.zeros((rotation.shape[0], k - kk))], axis=1)
         thin = xp.concatenate([thin, xp.zeros((thin.shape[0], k - kk))], axis=1)
         sig = xp.concatenate([sig, xp.zeros(k - kk)])
     return rotation, thin, sig
+
+
+def _warn_rank(r: int, k: int) -> None:
+    warnings.warn(
+        f"The data have numerical rank {r} < k={k}: the last {k - r} components are zero.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def stripe_vectors(Y, mean_row, rotation):
@@ -67,20 +71,230 @@ def stripe_vectors(Y, mean_row, rotation):
     return Y @ rotation
 
 
-def krylov_basis(blocks_per_pass, mean_rows):
-    """``K = [Y_0 - c_0, ..., Y_q - c_q]`` (float64, every stripe) and its Gram matrix ``K^T K``."""
-    xp = _backend.namespace(blocks_per_pass[0][0])
+def _krylov_rows(blocks, mean_rows):
+    """One stripe's rows of ``K = [Y_0 - 1 c_0^T, ..., Y_q - 1 c_q^T]`` in float64."""
+    xp = _backend.namespace(blocks[0])
     parts = []
-    for blocks, c in zip(blocks_per_pass, mean_rows, strict=True):
-        y = xp.concatenate([b.astype(np.float64) for b in blocks], axis=0)
+    for y, c in zip(blocks, mean_rows, strict=True):
+        y = y.astype(np.float64)
         parts.append(y if c is None else y - c[None, :])
-    K = xp.concatenate(parts, axis=1)
-    return K, K.T @ K
+    return xp.concatenate(parts, axis=1)
+
+
+def krylov_gram(*args):
+    """``krylov_gram(Y_0i, ..., Y_qi, mean_rows)``: one stripe's share ``K_i^T K_i``."""
+    K = _krylov_rows(args[:-1], args[-1])
+    return K.T @ K
+
+
+def krylov_vectors(*args):
+    """``krylov_vectors(Y_0i, ..., Y_qi, mean_rows, rotation)``: one stripe's ``K_i rotation``."""
+    return _krylov_rows(args[:-2], args[-2]) @ args[-1]
 
 
 def hstack(parts):
     return _backend.namespace(parts[0]).concatenate(parts, axis=1)
 
 
-def matmul(a, b):
-    return a @ b
+def orth_against(Z, previous: list, width: int | None = None):
+    """Orthonormal basis of the part of ``Z`` orthogonal to the ``previous`` blocks.
+
+    ``width``: at most this many columns (the dimensions left in the thin
+    space, when the Krylov space is about to fill it): the dominant
+    directions of that part.
+
+    The next block of a block Lanczos process (block Krylov with full
+    reorthogonalization): every block is orthogonal to all before it, so the
+    Krylov basis stays well conditioned however many passes are made.
+    Classical Gram-Schmidt twice, then the SVD of what is left; where less
+    than a block is left (the Krylov space became invariant: data of low
+    rank), seeded random directions orthogonal to the space fill the block,
+    so that the basis stays orthonormal and the next pass explores the rest
+    (any orthonormal basis gives valid Ritz pairs).
+    """
+    xp = _backend.namespace(Z)
+    V = xp.concatenate(previous, axis=1)
+    Z = xp.where(xp.isfinite(Z), Z, 0)  # a first pass out of range (read again, rescaled)
+    scale = float(xp.linalg.norm(Z)) if Z.size else 0.0
+    for _ in range(2):
+        Z = Z - V @ (V.T @ Z)
+    width = Z.shape[1] if width is None else min(width, Z.shape[1])
+    q, s, _ = xp.linalg.svd(Z, full_matrices=False)
+    found = int((s > _EPS64 * Z.shape[0] * max(scale, _TINY)).sum())
+    if found < width:  # the Krylov space is invariant: go on from new (seeded) directions
+        fresh = np.random.default_rng(V.shape[1]).standard_normal((Z.shape[0], width - found))
+        fresh = _backend.on_backend_of(fresh, Z)
+        for _ in range(2):
+            fresh = fresh - V @ (V.T @ fresh)
+        q = xp.concatenate([q[:, :found], fresh], axis=1)
+    q = q[:, :width]
+    for _ in range(2):
+        q = q - V @ (V.T @ q)
+        q, _ = xp.linalg.qr(q)
+    return q
+
+
+#: Rounding of the products, in units of the product dtype's eps times the largest
+#: eigenvalue: in the singular values (through the final Gram matrix) and in the vectors.
+ROUNDING = 50.0
+ANGLE_ROUNDING = 5.0
+_EPS64 = float(np.finfo(np.float64).eps)
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def ritz(V, Z, gram=None):
+    """Rayleigh-Ritz of ``M = C^T C`` on the span of the orthonormal ``V``, with ``Z = M V``.
+
+    ``gram``: the same matrix ``V^T M V`` as the Gram matrix ``K^T K`` of the
+    sketches ``K = C V`` (so that ``K x / s`` are orthonormal to rounding);
+    from ``V^T Z`` when not given. Returns the Ritz values (descending,
+    clipped at 0) and their vectors' coordinates ``X``.
+    """
+    xp = _backend.namespace(Z)
+    H = V.T @ Z if gram is None else gram
+    lam, X = xp.linalg.eigh((H + H.T) / 2)
+    return xp.clip(lam[::-1], 0, None), X[:, ::-1]
+
+
+def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
+    """Estimated errors of the ``k`` leading Ritz triplets, exact residuals and bounds.
+
+    With ``rho_j = ||M x_j - lam_j x_j||`` (``x_j = V X_j``; computed exactly
+    from ``Z``, no read of the data), for the singular triplet ``s_j =
+    sqrt(lam_j)``, ``v_j = x_j``, ``u_j = C x_j / s_j``:
+
+    - eigenvalue error, Kato-Temple with the next eigenvalue below taken as at
+      most ``lam_{j+1} + rho_{j+1}``: ``min(rho_j, rho_j**2 / gap_j)``, and at
+      least the rounding of the products; the singular value's error is that
+      over ``2 s_j``;
+    - angle of the singular vectors, Davis-Kahan: ``arcsin(min(1, rho_j / g_j))``
+      with ``g_j`` the gap to the neighbouring eigenvalues;
+    - relative residual ``rho_j / lam_j``, which is ``||C^T u_j - s_j v_j|| / s_j``.
+
+    The Kato-Temple bound is safe but, where singular values crowd (the
+    noise bulk of genotype data, say), far above the true error once the
+    Ritz values converge. With ``block`` (the columns each pass added to the
+    Krylov space, at least three passes) the eigenvalue estimate is instead
+    the geometric mean of that bound and an extrapolation of the Ritz values'
+    convergence: with ``d_t`` the increase of ``lam_j`` from the Krylov space
+    of one pass fewer, and ``c = d_t / d_{t-1}`` its rate (the largest of
+    ``j`` and its neighbours), ``2 d_t c / (1 - c)`` (Aitken).
+
+    Returns a (k, 3) float64 array: S error, angle (radians), residual.
+    """
+    xp = _backend.namespace(Z)
+    d = lam.shape[0]
+    kk = min(k, d)
+    if kk == 0:
+        return xp.zeros((0, 3)) if k == 0 else unknown_errors(xp, k)
+    rho = xp.sqrt(((Z @ X - V @ (X * lam)) ** 2).sum(axis=0))
+    floor = ROUNDING * float(np.finfo(dtype).eps) * lam[0]
+    # bounds from the last Ritz value up: lam_{j+1} <= lam~_{j+1} + err_{j+1} (small, on the host)
+    lam_h, rho_h = _backend.to_numpy(lam), _backend.to_numpy(rho)
+    extrapolate = block is not None and d >= EXTRAPOLATION_BLOCKS * block
+    err_h = np.empty(d)
+    above_next = -np.inf  # upper bound of the eigenvalue below the current one
+    for j in range(d - 1, -1, -1):
+        gap = lam_h[j] - above_next
+        if gap > 0 and rho_h[j] ** 2 / gap < rho_h[j]:
+            bound = rho_h[j] ** 2 / gap
+        else:  # not separated: the Ritz value may stand for a lower eigenvalue
+            bound = rho_h[j] * (1.0 if extrapolate else UNSEPARATED_SAFETY)
+        err_h[j] = max(bound, float(floor))
+        above_next = lam_h[j] + err_h[j]
+    below = xp.asarray(np.r_[lam_h[1:] + err_h[1:], -np.inf][:kk])
+    if extrapolate:
+        err_h[:kk] = _with_extrapolation(V, Z, lam_h, err_h, kk, block, float(floor))
+    gap_down = lam[:kk] - below
+    gap_up = xp.concatenate([xp.full(1, xp.inf), lam[: kk - 1] - lam[1:kk]])
+    r = rho[:kk]
+    err_lam = xp.asarray(err_h[:kk])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s_err = err_lam / (2 * xp.sqrt(xp.maximum(lam[:kk], floor)))
+        gap = xp.minimum(gap_up, gap_down)
+        # rounding mixes neighbours: of the products (dtype) or of the float64 small math
+        unit = max(ANGLE_ROUNDING * float(np.finfo(dtype).eps), ROUNDING * _EPS64)
+        sine = xp.where(gap > 0, (r + unit * lam[0]) / gap, 1.0)  # Davis-Kahan
+        sine = sine + ROUNDING * float(np.finfo(dtype).eps)
+        angle = xp.arcsin(xp.clip(sine, 0, 1))
+        residual = xp.where(lam[:kk] > 0, xp.maximum(r, floor) / lam[:kk], xp.inf)
+    out = xp.stack([s_err, angle, residual], axis=1)
+    if kk < k:  # components beyond the sketch: nothing is known
+        out = xp.concatenate([out, unknown_errors(xp, k - kk)], axis=0)
+    return out
+
+
+#: Passes (Krylov blocks) from which the convergence of the Ritz values is extrapolated.
+EXTRAPOLATION_BLOCKS = 4
+#: Before that, the bound of Ritz values not separated from the next is widened by this.
+UNSEPARATED_SAFETY = 2.0
+#: Safety factor of the extrapolated eigenvalue errors.
+EXTRAPOLATION_SAFETY = 2.0
+
+
+def _with_extrapolation(V, Z, lam, bound, k: int, block: int, floor: float):
+    """Eigenvalue error estimates: the geometric mean of ``bound`` and an Aitken extrapolation.
+
+    The Ritz values of the Krylov spaces of one and two passes fewer are
+    those of the leading parts of ``H = V^T Z`` (the blocks are in pass order).
+    """
+    H = _backend.to_numpy(V.T @ Z)
+    H = (H + H.T) / 2
+    d = H.shape[0]
+    before = np.linalg.eigvalsh(H[: d - block, : d - block])[::-1][:k]
+    earlier = np.linalg.eigvalsh(H[: d - 2 * block, : d - 2 * block])[::-1][:k]
+    step, previous = lam[:k] - before, before - earlier
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(previous > 0, step / previous, 1.0)
+    rate = np.where(np.isfinite(rate), rate, 1.0)
+    rate = np.maximum.reduce([rate, np.r_[rate[1:], rate[-1]], np.r_[rate[0], rate[:-1]]])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        aitken = np.where(rate < 1, EXTRAPOLATION_SAFETY * step * rate / (1 - rate), np.inf)
+    guess = np.maximum(np.minimum(aitken, bound[:k]), floor)
+    return np.where(np.isfinite(aitken), np.sqrt(bound[:k] * guess), bound[:k])
+
+
+def unknown_errors(xp, k: int):
+    """Errors of components nothing bounds (a single pass): inf, pi / 2, inf."""
+    return xp.asarray(np.tile([np.inf, np.pi / 2, np.inf], (k, 1)))
+
+
+def krylov_finish(gram, bases: list, crosses: list, k: int, dtype):
+    """The final step of block Krylov: the Ritz triplets of every pass's span, and their errors.
+
+    Returns ``(rotation, thin, S, errors)``: ``rotation`` maps a stripe's rows of
+    ``K = [Y_0, ..., Y_q]`` to its singular vectors (``K X / s``), ``thin``
+    the thin-side singular vectors ``V X``.
+    """
+    xp = _backend.namespace(gram)
+    V, Z = hstack(bases), hstack(crosses)
+    lam, X = ritz(V, Z, gram)
+    # Ritz values below the rounding of the products (or of the float64 small math) are noise
+    noise = max(float(np.finfo(dtype).eps), ROUNDING * _EPS64) * lam[0]
+    keep = lam > noise if float(lam[0]) > 0 else lam > 0
+    r = min(k, int(keep.sum()))
+    S = xp.sqrt(lam[:r])
+    rotation = X[:, :r] / S
+    thin = V @ X[:, :r]
+    errors = ritz_errors(V, Z, lam, X, r, dtype, block=bases[0].shape[1])
+    if r < k:
+        _warn_rank(r, k)
+        rotation = xp.concatenate([rotation, xp.zeros((rotation.shape[0], k - r))], axis=1)
+        thin = xp.concatenate([thin, xp.zeros((thin.shape[0], k - r))], axis=1)
+        S = xp.concatenate([S, xp.zeros(k - r)])
+        errors = xp.concatenate([errors, xp.zeros((k - r, 3))], axis=0)
+    return rotation, thin, S, errors
+
+
+def thin_errors(bases: list, crosses: list, k: int, dtype):
+    """Error estimates from the thin-side Ritz pairs of the passes' bases; and their S.
+
+    For the check of ``tol`` after each pass, and as (conservative) estimates
+    for results that come from the stripe-side sketch of the last pass
+    (subspace iteration), which is at least as good as these Ritz pairs.
+    """
+    V, Z = hstack(bases), hstack(crosses)
+    lam, X = ritz(V, Z)
+    xp = _backend.namespace(Z)
+    S = xp.sqrt(lam[:k])
+    return ritz_errors(V, Z, lam, X, k, dtype), S

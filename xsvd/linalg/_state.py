@@ -30,12 +30,15 @@ class Sketch:
         ``Z = C^T Y``, float64: the next basis is ``orth(Z)``.
     gram : array (l x l) or None
         ``G = Y^T Y``, float64 (None where the final step does not need it).
+    basis : array (thin length x l) or None
+        The orthonormal ``W`` the pass multiplied, for the error estimates.
     """
 
     blocks: list
     mean_row: Any
     cross: Any
     gram: Any
+    basis: Any = None
 
 
 @dataclass

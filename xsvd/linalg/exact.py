@@ -88,7 +88,10 @@ def exact_svd(
     U, V = fix_signs(U, V)
     if nan_mask is not None:
         V = nan_rows(V, nan_mask)
-    d = Decomposition(U, S, V, mean, total_ss, nan_mask, "exact", dict(k=k, missing=missing))
+    errors = S[:, None] * _backend.on_backend_of(np.zeros((1, 3)), S)  # exact: none, to rounding
+    d = Decomposition(
+        U, S, V, mean, total_ss, nan_mask, "exact", dict(k=k, missing=missing), errors
+    )
     return d.computed(progress) if compute else d
 
 

@@ -76,6 +76,7 @@ steps eagerly or with Dask). The pass loop itself is :func:`randomized_svd`'s
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -94,13 +95,31 @@ from ._plan import (
     watches_range,
 )
 from ._sample_stripes import SampleStripes
-from ._small import finalize, hstack, krylov_basis, matmul, orth, stripe_vectors
+from ._small import (
+    finalize,
+    krylov_finish,
+    krylov_gram,
+    krylov_vectors,
+    orth,
+    orth_against,
+    stripe_vectors,
+    thin_errors,
+    unknown_errors,
+)
 from ._state import Carry, Sketch
 
-__all__ = ["randomized_svd", "DEFAULT_N_POWER_ITER", "DEFAULT_N_OVERSAMPLES"]
+__all__ = [
+    "randomized_svd",
+    "DEFAULT_N_POWER_ITER",
+    "DEFAULT_N_OVERSAMPLES",
+    "DEFAULT_MAX_PASSES",
+    "DEFAULT_KRYLOV",
+]
 
-DEFAULT_N_POWER_ITER = 4
+DEFAULT_N_POWER_ITER = 7
 DEFAULT_N_OVERSAMPLES = 10
+DEFAULT_MAX_PASSES = 20
+DEFAULT_KRYLOV = True
 
 
 def randomized_svd(
@@ -109,13 +128,15 @@ def randomized_svd(
     *,
     center: bool = False,
     weights=None,
-    n_power_iter: int = DEFAULT_N_POWER_ITER,
+    n_power_iter: int | None = None,
     n_oversamples: int = DEFAULT_N_OVERSAMPLES,
+    tol: float | None = None,
+    max_passes: int | None = None,
     seed: int | None = None,
     dtype=None,
     missing: str = "error",
     negative_missing: bool | None = None,
-    krylov: bool = False,
+    krylov: bool = DEFAULT_KRYLOV,
     locate: Locate | None = None,
     compute: bool = False,
     progress=None,
@@ -132,10 +153,19 @@ def randomized_svd(
         Remove each feature's (column's) mean over the samples.
     weights : array (n,), optional
         Per-feature factors applied after centering.
-    n_power_iter : int
-        Subspace (power) iterations ``q``; the data are read ``q + 1`` times.
+    n_power_iter : int, optional
+        Iterations ``q``; the data are read ``q + 1`` times (default 7, or
+        fewer when the Krylov space fills the matrix; not with ``tol``).
     n_oversamples : int
         Extra sketch columns ``p``; the sketch has ``l = k + p`` columns.
+    tol : float, optional
+        Instead of a fixed number of passes: pass over the data until the
+        estimated relative error of every singular value and the relative
+        residual of every singular triplet (``Decomposition.errors``) are
+        below ``tol``, or ``max_passes`` is reached (with a warning). Needs
+        computed results (``compute=True`` for Dask input).
+    max_passes : int, optional
+        With ``tol``: the most reads of the data (default 20).
     seed : int, optional
         Seed of the Gaussian test matrix (drawn on the data's backend).
     dtype : {None, "float32", "float64"}
@@ -153,9 +183,10 @@ def randomized_svd(
         (genotype codes such as -1) with ``missing="mean"``, not in
         floating-point data.
     krylov : bool
-        Keep every pass's sketch and take the singular vectors from their
-        joint span (a block Krylov space, Musco & Musco 2015) instead of the
-        last sketch only: the same reads of the data, much more accurate
+        Default True. Keep every pass's sketch and take the singular vectors
+        from their joint span (a block Krylov space, Musco & Musco 2015)
+        instead of the last sketch only (False: subspace iteration): the same
+        reads of the data, much more accurate
         singular values when the spectrum decays slowly (e.g. the noise
         components of genotype data), for ``q + 1`` times the memory of the
         small sketches and a little more small math.
@@ -176,7 +207,9 @@ def randomized_svd(
     Decomposition
         ``settings["stripes"]`` says which way the data were cut
         (``"samples"`` or ``"features"``), ``settings["passes"]`` how often
-        they were read.
+        they were read. ``errors`` holds the error estimates of every
+        component (see :func:`._small.error_estimates`), computed from the
+        passes made, without another read.
 
     Raises
     ------
@@ -217,15 +250,37 @@ def randomized_svd(
     --------
     >>> import numpy as np
     >>> from xsvd.linalg import randomized_svd
-    >>> a = np.random.default_rng(0).standard_normal((200, 50))
+    >>> a = np.random.default_rng(0).standard_normal((500, 200))
     >>> d = randomized_svd(a, 5, seed=0)
     >>> d.U.shape, d.S.shape, d.V.shape
-    ((200, 5), (5,), (50, 5))
+    ((500, 5), (5,), (200, 5))
     >>> d.settings["stripes"], d.settings["passes"]
-    ('samples', 5)
+    ('samples', 8)
+    >>> bool((d.errors[:, 0] < 1e-3 * d.S).all())  # estimated errors of S
+    True
     """
     m, n = a.shape
     k = validate_shape(m, n, k, center=center, required=True)
+    if tol is not None:
+        if n_power_iter is not None:
+            raise ValueError(
+                "Pass either n_power_iter (a fixed number of passes) or tol (pass until the "
+                "error estimates are below it), not both."
+            )
+        if not (isinstance(tol, float | int | np.floating) and 0 < tol < 1):
+            raise ValueError(f"tol must be a number between 0 and 1, e.g. 1e-3, got {tol!r}.")
+        max_passes = DEFAULT_MAX_PASSES if max_passes is None else max_passes
+        if not isinstance(max_passes, int | np.integer) or max_passes < 1:
+            raise ValueError(f"max_passes must be an integer >= 1, got {max_passes!r}.")
+        if _backend.is_dask(a) and not compute:
+            raise ValueError(
+                "tol decides after each pass whether to read the data again, so it needs "
+                "computed results: pass compute=True (the default of the labeled API)."
+            )
+        n_power_iter = 0
+    elif max_passes is not None:
+        raise ValueError("max_passes bounds the passes that tol asks for: pass tol too.")
+    n_power_iter = DEFAULT_N_POWER_ITER if n_power_iter is None else n_power_iter
     if not isinstance(n_power_iter, int | np.integer) or n_power_iter < 0:
         raise ValueError(f"n_power_iter must be an integer >= 0, got {n_power_iter!r}.")
     if not isinstance(n_oversamples, int | np.integer) or n_oversamples < 0:
@@ -254,12 +309,14 @@ def randomized_svd(
         sub_block=sub_block,
         watch_range=watches_range(a),
         weight_scale=weight_scale,
+        tol=None if tol is None else float(tol),
+        max_passes=0 if max_passes is None else int(max_passes),
     )
     if progress is not None:
-        progress.total = problem.passes
+        progress.total = problem.passes if tol is None else problem.max_passes
     omega = _backend.standard_normal(ex.xp, seed, (problem.thin_length, problem.width), np.float64)
-    stripe_side, thin_side, S, stats, problem = _passes(ex, problem, omega, progress)
-    S, stats = _scaled_back(S, stats, problem)
+    stripe_side, thin_side, S, errors, stats, problem = _passes(ex, problem, omega, progress)
+    S, errors, stats = _scaled_back(S, errors, stats, problem)
     U, V = (stripe_side, thin_side) if stripes == SAMPLES else (thin_side, stripe_side)
     U, V = fix_signs(U, V)
     if stats.nan_mask is not None:
@@ -275,8 +332,20 @@ def randomized_svd(
         missing=missing,
         krylov=problem.krylov,
     )
+    if tol is not None:  # computed: say what was reached
+        reached = float(_backend.to_numpy(relative_errors(errors, S)).max())
+        settings.update(tol=problem.tol, max_passes=problem.max_passes, estimated_error=reached)
+        if reached > tol:
+            warnings.warn(
+                f"tol={tol:g} was not reached in max_passes={problem.max_passes} passes over "
+                f"the data: the largest estimated relative error is {reached:.3g}. Pass a "
+                "larger max_passes, a larger n_oversamples (wider sketches converge faster), "
+                "or accept the estimates (res.errors).",
+                RuntimeWarning,
+                stacklevel=2,
+            )
     return Decomposition(
-        U, S, V, stats.mean, stats.total_ss, stats.nan_mask, "compressed", settings
+        U, S, V, stats.mean, stats.total_ss, stats.nan_mask, "compressed", settings, errors
     )
 
 
@@ -284,48 +353,111 @@ def _passes(ex, problem: Problem, omega, progress=None):
     """The passes over the data and the final step: the algorithm, orientation aside.
 
     Returns the stripe-side and thin-side singular vectors, the singular
-    values and the feature statistics, as arrays of the input's kind (in the
-    units of ``problem.scale``), and the problem as it ran.
+    values, their error estimates and the feature statistics, as arrays of
+    the input's kind (in the units of ``problem.scale``), and the problem as
+    it ran (its ``n_power_iter`` the iterations made).
     """
     side = _side(ex, problem)
-    carry = Carry(basis=omega, fill=side.prepare())
+    start = ex.call(orth, omega)
+    carry = Carry(basis=start, fill=side.prepare())
     if carry.fill is not None:
         carry = ex.end_pass(carry)  # the means' own read
-    p, q = 0, problem.n_power_iter
-    while p <= q:
-        carry = _one_pass(ex, problem, side, carry, first=p == 0, last=p == q)
+    adaptive = problem.tol is not None
+    p = 0
+    while True:
+        last = (
+            (not adaptive and p == problem.n_power_iter)
+            or (adaptive and p + 1 + problem.extra_passes >= problem.max_passes)
+            or (problem.krylov and _krylov_room(problem, p + 1) == 0)  # the space is full
+        )
+        carry = _one_pass(ex, problem, side, carry, first=p == 0, last=last, keep=adaptive)
         if p == 0 and problem.watch_range and ex.concrete:
             amax = side.value_range(carry.stats)
             scale = power_of_two_scale(amax, *SAFE_MAGNITUDE[problem.dtype])
             if scale != 1:  # too large or small to multiply: read the first pass again, scaled
                 problem = replace(problem, scale=scale, rescaled=True)
                 side = _side(ex, problem)
-                carry = Carry(basis=omega, fill=carry.fill)
+                carry = Carry(basis=start, fill=carry.fill)
                 if progress is not None:
-                    progress.total = problem.passes
+                    progress.total = problem.passes if not adaptive else problem.max_passes
                 continue
+        if last or (adaptive and _converged(ex, problem, carry.sketches)):
+            break
         p += 1
-    stripe_side, thin_side, S = _final_factors(ex, problem, carry.sketches)
-    return stripe_side, thin_side, S, side.finish(carry.stats), problem
+    problem = replace(problem, n_power_iter=p)
+    stripe_side, thin_side, S, errors = _final_factors(ex, problem, carry.sketches)
+    return stripe_side, thin_side, S, errors, side.finish(carry.stats), problem
 
 
 def _side(ex, problem: Problem):
     return (SampleStripes if problem.stripes == SAMPLES else FeatureStripes)(ex, problem)
 
 
-def _one_pass(ex, problem: Problem, side, carry: Carry, first: bool, last: bool) -> Carry:
-    """One read of the data: the sketch, and what the next pass (or the final step) needs."""
+def _one_pass(
+    ex, problem: Problem, side, carry: Carry, first: bool, last: bool, keep: bool
+) -> Carry:
+    """One read of the data: the sketch, and what the next pass (or the final step) needs.
+
+    ``keep``: every pass may be the last (``tol``): keep its whole sketch.
+    """
     sketch, stats = side.read(carry.basis, carry.stats, carry.fill, first)
+    sketch = replace(sketch, basis=carry.basis)
     if first and problem.watch_range and not ex.concrete:
         # one lazy graph cannot read the first pass again: refuse what it cannot multiply
         checked = ex.call(_within_range, sketch.cross, side.value_range(stats), problem.dtype)
         sketch = replace(sketch, cross=checked)
+    if problem.krylov:  # the final step uses every pass's sketch
+        kept = [*carry.sketches, sketch if (last or keep) else replace(sketch, gram=None)]
+    else:  # only the last one
+        kept = [sketch] if (last or keep) else [replace(sketch, blocks=None, gram=None)]
     if last:
-        return ex.end_pass(Carry(None, stats, [*carry.sketches, sketch], carry.fill))
-    kept = carry.sketches
-    if problem.krylov:  # the final step rebuilds G from every pass's Y
-        kept = [*kept, Sketch(sketch.blocks, sketch.mean_row, sketch.cross, None)]
-    return ex.end_pass(Carry(ex.call(orth, sketch.cross), stats, kept, carry.fill))
+        return ex.end_pass(Carry(None, stats, kept, carry.fill))
+    if problem.krylov:  # block Lanczos: the next block orthogonal to all before
+        room = _krylov_room(problem, len(kept))
+        basis = ex.call(orth_against, sketch.cross, [s.basis for s in kept], room)
+    else:  # subspace iteration
+        basis = ex.call(orth, sketch.cross)
+    return ex.end_pass(Carry(basis, stats, kept, carry.fill))
+
+
+def _krylov_room(problem: Problem, blocks: int) -> int:
+    """Columns of the next Krylov block after ``blocks`` blocks: ``l``, or what is left to explore.
+
+    Every block after the first (random) one lies in the range of the data,
+    of dimension at most ``min(m, n)``: the space is full at ``l + min(m, n)``
+    columns, or at the thin side's length.
+    """
+    rank = min(problem.thin_length, problem.stripe_length)
+    space = min(problem.thin_length, problem.width + rank)
+    return max(0, min(problem.width, space - blocks * problem.width))
+
+
+def _estimate_inputs(sketches: list[Sketch]):
+    """The thin-side bases and their images that the error estimates use."""
+    return [s.basis for s in sketches], [s.cross for s in sketches]
+
+
+def _converged(ex, problem: Problem, sketches: list[Sketch]) -> bool:
+    """``tol``: whether every component's estimates are below it (concrete executors).
+
+    Measured on the thin-side Ritz values, which the final step can only improve.
+    """
+    if len(sketches) == 1 and problem.krylov:
+        return False  # the Ritz pairs of the first (random) basis say nothing yet
+    errors, S = thin_errors(*_estimate_inputs(sketches), problem.k, problem.dtype)
+    return bool(_backend.to_numpy(relative_errors(errors, S)).max() <= problem.tol)
+
+
+def _listed(*items):
+    return list(items)
+
+
+def relative_errors(errors, S):
+    """Per component, the larger of the relative S error and the relative residual."""
+    xp = _backend.namespace(errors)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = xp.where(S > 0, errors[:, 0] / S, xp.inf)
+    return xp.maximum(rel, errors[:, 2])
 
 
 def _within_range(cross, amax, dtype):
@@ -342,34 +474,61 @@ def _within_range(cross, amax, dtype):
     return cross
 
 
-def _scaled_back(S, stats, problem: Problem):
-    """Singular values, mean and total sum of squares in the data's own units."""
+def _scaled_back(S, errors, stats, problem: Problem):
+    """Singular values, their errors, mean and total sum of squares in the data's own units."""
     factor = problem.scale * problem.weight_scale
     if factor == 1:
-        return S, stats
+        return S, errors, stats
     total_ss = stats.total_ss
     if isinstance(total_ss, float):  # a NumPy scalar: inf or 0 beyond float64, no exception
         total_ss = np.float64(total_ss)
     with np.errstate(over="ignore", under="ignore"):  # sums of squares beyond float64
         mean = None if stats.mean is None else stats.mean / problem.scale
         total_ss = total_ss / factor / factor
-    return S / factor, replace(stats, mean=mean, total_ss=total_ss)
+    unit = _backend.on_backend_of(np.array([1 / factor, 1.0, 1.0]), errors)  # angles: no units
+    return S / factor, errors * unit, replace(stats, mean=mean, total_ss=total_ss)
 
 
 def _final_factors(ex, problem: Problem, sketches: list[Sketch]):
-    """Singular vectors and values from the last sketch, or from all of them (``krylov``)."""
+    """Singular vectors, values and error estimates from the passes' sketches.
+
+    - One pass: the stripe-side sketch of it (single-pass SVD, see
+      :func:`._small.finalize`); nothing bounds its error without another
+      read, so the estimates are unknown (inf).
+    - Block Krylov (``krylov``, more passes): the Rayleigh-Ritz triplets of
+      the span of every pass's basis (:func:`._small.krylov_finish`), with
+      exact residuals. The sketches ``K = [Y_0 - 1 c_0^T, Y_1, ..., Y_q]``
+      are handled stripe by stripe (their Gram matrix summed, each stripe's
+      singular vectors its rows of ``K`` times the rotation), so no
+      stripe-side matrix larger than a stripe is formed.
+    - Subspace iteration: the stripe-side sketch of the last pass; the
+      estimates, from the Ritz pairs of the pass's basis, are conservative.
+    """
     k, dtype = problem.k, problem.dtype
-    if problem.krylov:
-        K, gram = ex.call(
-            krylov_basis, [s.blocks for s in sketches], [s.mean_row for s in sketches], nout=2
-        )
-        cross = ex.call(hstack, [s.cross for s in sketches])
-        rotation, thin, S = ex.call(finalize, cross, gram, k, dtype, nout=3)
-        stripe_side = ex.array(ex.call(matmul, K, rotation), (problem.stripe_length, k), np.float64)
+    last = sketches[-1]
+    if problem.krylov and problem.n_power_iter > 0:
+        rows = ex.call(_listed, *[s.mean_row for s in sketches])  # one task argument
+        others = tuple(s.blocks for s in sketches[1:])
+        gram = ex.sum(ex.map(krylov_gram, sketches[0].blocks, rows, per_stripe=others))
+        bases, crosses = _estimate_inputs(sketches)
+        rotation, thin, S, errors = ex.call(krylov_finish, gram, bases, crosses, k, dtype, nout=4)
+        parts = ex.map(krylov_vectors, sketches[0].blocks, rows, rotation, per_stripe=others)
     else:
-        last = sketches[-1]
         rotation, thin, S = ex.call(finalize, last.cross, last.gram, k, dtype, nout=3)
         parts = ex.map(stripe_vectors, last.blocks, last.mean_row, rotation)
-        stripe_side = ex.concat(parts, [(s, k) for s in ex.sizes], np.float64)
+        if problem.n_power_iter > 0:
+            errors = ex.call(_conservative_errors, *_estimate_inputs([last]), S, dtype)
+        else:
+            errors = ex.call(_unknown_errors, S)
+    stripe_side = ex.concat(parts, [(s, k) for s in ex.sizes], np.float64)
     thin_side = ex.array(thin, (problem.thin_length, k), np.float64)
-    return stripe_side, thin_side, ex.array(S, (k,), np.float64)
+    S = ex.array(S, (k,), np.float64)
+    return stripe_side, thin_side, S, ex.array(errors, (k, 3), np.float64)
+
+
+def _conservative_errors(bases, crosses, S, dtype):
+    return thin_errors(bases, crosses, S.shape[0], dtype)[0]
+
+
+def _unknown_errors(S):
+    return unknown_errors(_backend.namespace(S), S.shape[0])
