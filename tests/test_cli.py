@@ -30,7 +30,12 @@ def test_demo_reports_shapes_method_variance_and_time(capsys, tmp_path):
         assert not list(tmp_path.glob("*.png"))
         return
     pngs = sorted(p.name for p in tmp_path.glob("*.png"))
-    assert pngs == ["climate-components.png", "climate-scree.png", "genotype-scores.png"]
+    assert pngs == [
+        "climate-components.png",
+        "climate-scree.png",
+        "climate-timeseries.png",
+        "genotype-scores.png",
+    ]
     assert all((tmp_path / p).stat().st_size > 10_000 for p in pngs)
     assert all(str(tmp_path / p) in out for p in pngs)  # says where
 
@@ -69,7 +74,104 @@ def test_run_progress(sst_store, tmp_path, capsys):
     out = tmp_path / "p.zarr"
     argv = ["run", str(sst_store), "--dim", "time", "--k", "2", "--method", "compressed"]
     assert main([*argv, "--n-power-iter", "1", "--progress", "--out", str(out)]) == 0
-    assert "xsvd: pass 2/2" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "xsvd: pass 2/2" in text and "2 passes over the data" in text
+
+
+def test_run_says_1_pass_not_1_passes(sst_store, tmp_path, capsys):
+    argv = ["run", str(sst_store), "--dim", "time", "--k", "2", "--method", "compressed"]
+    assert main([*argv, "--n-power-iter", "0", "--out", str(tmp_path / "o.zarr")]) == 0
+    text = capsys.readouterr().out
+    assert "(k=2, 1 pass over the data," in text and "passes" not in text
+
+
+def test_run_coslat_weights(sst_store, tmp_path, capsys):
+    out = tmp_path / "eofs.zarr"
+    argv = ["run", str(sst_store), "--dim", "time", "--k", "3", "--center", "--seed", "1"]
+    argv += ["--method", "compressed", "--weights", "coslat", "--out", str(out)]
+    assert main(argv) == 0
+    assert "weights: sqrt(cos(lat))" in capsys.readouterr().out
+    ref = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24, seed=4)
+    w = np.sqrt(np.cos(np.deg2rad(ref.lat)))
+    want = ref.svd.compressed(k=3, dim="time", center=True, weights=w, seed=1)
+    res = xsvd.open_result(out)
+    assert res.settings["weighted"]
+    np.testing.assert_allclose(res.S.values, want.S.values, rtol=1e-10)
+    np.testing.assert_allclose(res.to_dataset()["weights"].isel(lon=0).values, w.values)
+    # the weights matter: unweighted, the singular values differ
+    plain = ref.svd.compressed(k=3, dim="time", center=True, seed=1)
+    assert np.abs(res.S.values - plain.S.values).max() > 1e-3 * plain.S.values[0]
+
+
+def test_coslat_finds_latitude_by_standard_name_and_units():
+    import xarray as xr
+
+    from xsvd.cli import UsageError, coslat_weights
+
+    rng = np.random.default_rng(0)
+    lat = np.array([-60.0, 0.0, 60.0, 90.0])
+    for name, attrs in [("y", {"standard_name": "latitude"}), ("phi", {"units": "degrees_N"})]:
+        da = xr.DataArray(
+            rng.standard_normal((5, 4)), dims=("t", name), coords={name: (name, lat, attrs)}
+        )
+        w = coslat_weights(da, sample_dims=["t"])
+        np.testing.assert_allclose(w.values, [np.sqrt(0.5), 1.0, np.sqrt(0.5), 0.0], atol=1e-8)
+        assert w.dims == (name,) and (w.values >= 0).all()
+    da = xr.DataArray(rng.standard_normal((5, 4)), dims=("t", "lat"), coords={"lat": lat * 2})
+    with pytest.raises(UsageError, match="outside -90 to 90"):
+        coslat_weights(da, sample_dims=["t"])
+    da = xr.DataArray(rng.standard_normal((5, 4)), dims=("t", "y"), coords={"y": lat}, name="z")
+    with pytest.raises(UsageError, match=r"needs a latitude coordinate .*'z' has the coord"):
+        coslat_weights(da, sample_dims=["t"])
+
+
+def test_run_weights_variable_of_a_netcdf_file(tmp_path, capsys):
+    pytest.importorskip("scipy", reason="writing netCDF 3 here needs scipy")
+    import xarray as xr
+
+    pytest.importorskip("zarr", reason='xsvd run needs zarr: pip install "xsvd[io]"')
+    sst = xsvd.datasets.climate_field(n_time=40, n_lat=8, n_lon=16, seed=2)
+    area = (np.cos(np.deg2rad(sst.lat)) * xr.ones_like(sst.lon)).rename("area")
+    path = tmp_path / "sst.nc"
+    xr.Dataset({"sst": sst, "cell_weight": np.sqrt(area)}).to_netcdf(path, engine="scipy")
+    out = tmp_path / "o.zarr"
+    argv = ["run", str(path), "--var", "sst", "--dim", "time", "--center", "--method", "exact"]
+    assert main([*argv, "--weights", "cell_weight", "--out", str(out)]) == 0
+    assert "weights: variable 'cell_weight'" in capsys.readouterr().out
+    want = sst.svd.exact(dim="time", center=True, weights=np.sqrt(area))
+    got = xsvd.open_result(out).S.values  # the last is 0 (centered): compare to S[0]
+    np.testing.assert_allclose(got, want.S.values, rtol=1e-10, atol=1e-12 * got[0])
+
+
+def test_run_missing_mean(tmp_path, capsys):
+    pytest.importorskip("zarr", reason='xsvd run needs zarr: pip install "xsvd[io]"')
+    sst = xsvd.datasets.climate_field(n_time=40, n_lat=8, n_lon=16, seed=3)
+    gappy = sst.copy()
+    gappy[5, 4, 3] = np.nan  # one value of an ocean cell
+    path = tmp_path / "gappy.zarr"
+    gappy.to_dataset().to_zarr(path)
+    argv = ["run", str(path), "--dim", "time", "--k", "3", "--center", "--method", "exact"]
+    assert main([*argv, "--out", str(tmp_path / "a.zarr")]) == 2
+    err = capsys.readouterr().err
+    assert "--missing mean" in err and "missing='mean'" not in err
+    assert not (tmp_path / "a.zarr").exists()
+    assert main([*argv, "--missing", "mean", "--out", str(tmp_path / "b.zarr")]) == 0
+    res = xsvd.open_result(tmp_path / "b.zarr")
+    want = gappy.svd.exact(dim="time", center=True, missing="mean")
+    np.testing.assert_allclose(res.S.values, want.S.values[:3], rtol=1e-10)
+    assert res.settings["missing"] == "mean"
+
+
+def test_run_help_reads_well():
+    from xsvd.cli import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    text = " ".join(sub.choices["run"].format_help().split())
+    assert "--weights {coslat,VAR}" in text and "--missing {error,mean}" in text
+    assert "sqrt(cos(latitude))" in text and "covariance is weighted by cos(latitude)" in text
+    assert "--method {auto,exact,compressed}" in text and "(default auto)" in text
+    assert "(default error)" in text
 
 
 @pytest.mark.parametrize(
@@ -80,6 +182,10 @@ def test_run_progress(sst_store, tmp_path, capsys):
         (["run", "{store}", "--dim", "depth", "--k", "2"], "'depth' is not a dimension"),
         (["run", "{store}", "--dim", "time", "--k", "500", "--method", "compressed"], "k=500"),
         (["run", "{store}", "--dim", "time", "--k", "2", "--out", "{store}"], "already exists"),
+        (["run", "{store}", "--dim", "time", "--method", "compressed"], "needs --k"),
+        (["run", "{store}", "--dim", "time", "--k", "2", "--weights", "area"], "'area' is neither"),
+        (["run", "{store}", "--dim", "time", "--k", "2", "--weights", "month"], "not feature dim"),
+        (["run", "{store}", "--dim", "lat,lon", "--k", "2", "--weights", "coslat"], "along the s"),
     ],
 )
 def test_run_bad_input_is_one_line_no_traceback_no_output(

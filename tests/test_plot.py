@@ -101,6 +101,13 @@ def test_scree_bars_line_labels(climate, tmp_path):
     assert "component" in ax.get_xlabel()
     assert "variance" in ax.get_title().lower()
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2", "3"]
+    # one label per bar; the cumulative line starts on the first bar: its label is inside
+    labels = [t for t in ax.texts if t.get_text()]
+    assert len(labels) == K
+    first = next(t for t in labels if t.get_text() == f"{heights[0]:#.3g}".rstrip("."))
+    ax.figure.canvas.draw()
+    top = ax.transData.transform((0, heights[0]))[1]
+    assert first.get_window_extent().y1 < top
     save(ax.figure, tmp_path)
 
 
@@ -189,6 +196,270 @@ def test_components_errors(climate):
     for bad in (0, K + 1, 1.5, True):
         with pytest.raises(ValueError, match="n must be an integer between 1 and 4"):
             ResultPlotter(climate).components(n=bad)
+
+
+@pytest.fixture(scope="module")
+def weighted(sst):
+    """Area weights with a zero row (the northernmost latitude), as a user may give."""
+    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w[-1] = 0.0
+    return w, sst.svd(k=K, dim="time", center=True, weights=w)
+
+
+def panel_values(ax, shape):
+    arr = ax.collections[0].get_array()
+    return np.ma.filled(np.ma.asarray(arr, dtype=float), np.nan).reshape(shape)
+
+
+def test_component_maps_unweighted(weighted, sst, tmp_path):
+    w, res = weighted
+    fig = ResultPlotter(res).components(n=2, unweighted=True)
+    panels = map_panels(fig)
+    assert len(panels) == 2
+    shape = (sst.sizes["lat"], sst.sizes["lon"])
+    for i, ax in enumerate(panels):
+        plotted = panel_values(ax, shape)
+        want = (res.V.isel(component=i) / w).values
+        want[-1, :] = np.nan  # weight 0: NaN, not inf
+        np.testing.assert_allclose(plotted, want, equal_nan=True)
+        # V / w is V with the weights divided out: not the weighted V
+        assert np.nanmax(np.abs(plotted - res.V.isel(component=i).values)) > 1e-3
+        assert not np.isinf(plotted).any()
+    assert "V / weights" in fig.get_suptitle()
+    assert any(ax.get_ylabel() == "pattern (V / weights)" for ax in fig.axes)
+    save(fig, tmp_path)
+
+
+def test_unweighted_of_an_unweighted_result_is_v(climate, sst):
+    fig = ResultPlotter(climate).components(n=1, unweighted=True)
+    (ax,) = map_panels(fig)
+    plotted = panel_values(ax, (sst.sizes["lat"], sst.sizes["lon"]))
+    np.testing.assert_allclose(plotted, climate.V.isel(component=0).values, equal_nan=True)
+
+
+def test_component_maps_of_given_values(weighted, sst, tmp_path):
+    _, res = weighted
+    corr = xr.corr(sst - sst.mean("time"), res.U, dim="time").transpose("lat", "lon", ...)
+    corr.name = "corr"
+    corr.attrs = {"long_name": "correlation with the PC", "units": "1"}
+    fig = res.plot.components(values=corr, n=3)
+    panels = map_panels(fig)
+    assert len(panels) == 3
+    evr = res.explained_variance_ratio.values
+    shape = (sst.sizes["lat"], sst.sizes["lon"])
+    for i, ax in enumerate(panels):
+        np.testing.assert_allclose(
+            panel_values(ax, shape), corr.isel(component=i).values, equal_nan=True
+        )
+        assert percent_in(ax.get_title()) == pytest.approx(100 * evr[i], rel=5e-3)
+    assert fig.get_suptitle() == "correlation with the PC"
+    cbar = [ax for ax in fig.axes if ax not in panels]
+    assert [ax.get_ylabel() for ax in cbar] == ["correlation with the PC"]  # units "1" left out
+    mesh = panels[0].collections[0]
+    assert mesh.norm.vmin == -mesh.norm.vmax and mesh.cmap.name == "RdBu_r"
+    save(fig, tmp_path)
+    # one-signed values: a sequential colormap from 0; units in the label
+    r2 = (corr**2).rename("r2")
+    r2.attrs = {"units": "percent"}
+    fig = res.plot.components(values=r2)
+    panels = map_panels(fig)
+    assert len(panels) == K
+    mesh = panels[0].collections[0]
+    assert mesh.norm.vmin == 0 and mesh.cmap.name == "viridis"
+    assert any(ax.get_ylabel() == "r2 [percent]" for ax in fig.axes)
+    # components the result does not have get a title without a percentage
+    more = xr.concat([corr, corr.isel(component=[0]).assign_coords(component=[9])], "component")
+    titles = [ax.get_title() for ax in map_panels(res.plot.components(values=more, n=5))]
+    assert titles[-1] == "component 9" and "%" in titles[0]
+
+
+def test_component_values_errors(climate, sst):
+    p = ResultPlotter(climate)
+    with pytest.raises(ValueError, match="dimension 'component'.*xr.corr"):
+        p.components(values=sst.isel(time=0))
+    with pytest.raises(TypeError, match="xarray.DataArray"):
+        p.components(values=climate.V.values)
+    with pytest.raises(ValueError, match="unweighted=True"):
+        p.components(values=climate.V, unweighted=True)
+    with pytest.raises(ValueError, match="n must be an integer between 1 and 2"):
+        p.components(values=climate.V.isel(component=[0, 1]), n=3)
+
+
+@pytest.mark.parametrize(
+    "n, shape", [(1, (1, 1)), (3, (1, 3)), (4, (2, 2)), (5, (2, 3)), (6, (2, 3))]
+)
+def test_map_grid_has_no_empty_panels(climate, sst, n, shape):
+    res = sst.svd(k=6, dim="time", center=True) if n > K else climate
+    fig = ResultPlotter(res).components(n=n)
+    panels = map_panels(fig)
+    assert len(panels) == n
+    # every axes of the figure shows data: the panels and the one colorbar
+    assert len(fig.axes) == n + 1
+    for ax in fig.axes:
+        assert ax.get_visible()
+        assert any(isinstance(c, QuadMesh) for c in ax.collections) or ax.images
+    rows = sorted({round(ax.get_position().y0, 3) for ax in panels})
+    cols = sorted({round(ax.get_position().x0, 3) for ax in panels})
+    assert (len(rows), len(cols)) == shape
+    # a panel with no panel below it shows its longitudes
+    lowest = {}
+    for ax in panels:
+        x = round(ax.get_position().x0, 3)
+        if x not in lowest or ax.get_position().y0 < lowest[x].get_position().y0:
+            lowest[x] = ax
+    for ax in lowest.values():
+        assert "longitude" in ax.get_xlabel()
+        assert any(t.get_visible() and t.get_text() for t in ax.get_xticklabels())
+
+
+def test_projection_without_cartopy_says_what_to_install(climate, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cartopy", None)
+    monkeypatch.setitem(sys.modules, "cartopy.crs", None)
+    with pytest.raises(ImportError, match="pip install cartopy"):
+        ResultPlotter(climate).components(n=2, projection=object())
+    with pytest.raises(ImportError, match="pip install cartopy"):
+        ResultPlotter(climate).components(n=2, coastlines=True)
+
+
+def test_projection_and_coastlines_with_cartopy(weighted):
+    ccrs = pytest.importorskip("cartopy.crs", reason="needs cartopy: pip install cartopy")
+    from cartopy.mpl.feature_artist import FeatureArtist
+    from cartopy.mpl.geoaxes import GeoAxes
+
+    _, res = weighted
+    proj = ccrs.Robinson(central_longitude=180)
+    fig = res.plot.components(n=4, unweighted=True, projection=proj, coastlines=True)
+    panels = map_panels(fig)
+    assert len(panels) == 4 and len(fig.axes) == 5
+    for ax in panels:
+        assert isinstance(ax, GeoAxes) and ax.projection == proj
+        mesh = next(c for c in ax.collections if isinstance(c, QuadMesh))
+        # the data are longitude/latitude, moved onto the projection
+        lonlat = np.array([[200.0, 30.0]])
+        projected = proj.transform_point(200.0, 30.0, ccrs.PlateCarree())
+        np.testing.assert_allclose(
+            mesh.get_transform().transform(lonlat), ax.transData.transform([projected])
+        )
+        assert any(isinstance(a, FeatureArtist) for a in ax.artists + ax.collections)
+    # coastlines alone: PlateCarree; subplot_kws pass through
+    fig = res.plot.components(n=1, subplot_kws={"projection": ccrs.PlateCarree()})
+    (ax,) = map_panels(fig)
+    assert isinstance(ax, GeoAxes)
+
+
+def test_projection_is_for_maps(zonal):
+    with pytest.raises(ValueError, match="projection= and coastlines= draw maps"):
+        ResultPlotter(zonal).components(coastlines=True)
+
+
+# -------------------------------------------------------------- timeseries
+def test_timeseries_panels(weighted, sst, tmp_path):
+    _, res = weighted
+    fig = ResultPlotter(res).timeseries()
+    assert isinstance(fig, Figure)
+    assert len(fig.axes) == 3
+    evr = res.explained_variance_ratio.values
+    for i, ax in enumerate(fig.axes):
+        (line,) = labeled_lines(ax)
+        np.testing.assert_allclose(line.get_ydata(), res.U.isel(component=i).values)
+        np.testing.assert_array_equal(line.get_xdata(), sst.time.values)
+        title = ax.get_title(loc="left")
+        assert title.startswith(f"component {i} (")
+        assert percent_in(title) == pytest.approx(100 * evr[i], rel=5e-3)
+    assert fig.axes[-1].get_xlabel() == "time"
+    assert fig.get_suptitle() == "Principal components of sst"
+    assert fig.get_supylabel() == "PC (U)"
+    save(fig, tmp_path)
+
+
+def test_timeseries_scaling(weighted):
+    _, res = weighted
+    n = res.U.sizes["time"]
+    fig = ResultPlotter(res).timeseries(n=2, scaling="unit")
+    for i, ax in enumerate(fig.axes):
+        y = labeled_lines(ax)[0].get_ydata()
+        np.testing.assert_allclose(y, res.U.isel(component=i).values * np.sqrt(n - 1))
+        assert np.std(y, ddof=1) == pytest.approx(1.0, rel=1e-10)  # centered data
+    assert "unit variance" in fig.get_supylabel()
+    fig = ResultPlotter(res).timeseries(n=2, scaling="singular")
+    for i, ax in enumerate(fig.axes):
+        y = labeled_lines(ax)[0].get_ydata()
+        want = res.U.isel(component=i).values * float(res.S[i])
+        np.testing.assert_allclose(y, want)
+    assert fig.get_supylabel() == "PC (U × S) [degC]"
+    with pytest.raises(ValueError, match="scaling must be one of.*'unit'"):
+        ResultPlotter(res).timeseries(scaling="std")
+
+
+def test_timeseries_overlay_and_given_axes(climate, genotype, gt, tmp_path):
+    fig = ResultPlotter(climate).timeseries(n=K, overlay=True)
+    (ax,) = fig.axes
+    lines = labeled_lines(ax)
+    assert len(lines) == K
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts == [line.get_label() for line in lines] and all("%" in t for t in texts)
+    assert ax.get_ylabel() == "PC (U)" and ax.get_xlabel() == "time"
+    fig.canvas.draw()  # the legend is outside the axes: it covers no line
+    r = fig.canvas.get_renderer()
+    assert ax.get_legend().get_window_extent(r).x0 >= ax.get_window_extent(r).x1
+    save(fig, tmp_path)
+    _, given = plt.subplots()
+    assert ResultPlotter(climate).timeseries(n=1, ax=given) is given.figure
+    # string sample labels: drawn against the sample positions
+    fig = ResultPlotter(genotype).timeseries(n=2)
+    np.testing.assert_array_equal(
+        labeled_lines(fig.axes[0])[0].get_xdata(), np.arange(gt.sizes["samples"])
+    )
+    assert fig.axes[-1].get_xlabel() == "samples (position)"
+
+
+def test_timeseries_errors(climate):
+    p = ResultPlotter(climate)
+    with pytest.raises(ValueError, match="n must be an integer between 1 and 4"):
+        p.timeseries(n=5)
+    _, ax = plt.subplots()
+    with pytest.raises(ValueError, match="ax= takes one axes.*overlay=True"):
+        p.timeseries(n=2, ax=ax)
+    rng = np.random.default_rng(0)
+    res = xr.DataArray(rng.standard_normal((4, 5, 6)), dims=("a", "b", "f")).svd(
+        k=2, dim=("a", "b")
+    )
+    with pytest.raises(ValueError, match="single sample dimension.*'a', 'b'"):
+        ResultPlotter(res).timeseries()
+
+
+@pytest.fixture(params=["noleap", "360_day", "standard"])
+def cftime_result(request, sst):
+    pytest.importorskip("cftime", reason="cftime dates need cftime: pip install cftime")
+    time = xr.date_range(
+        "2000-01-01", periods=sst.sizes["time"], freq="MS", calendar=request.param, use_cftime=True
+    )
+    return request.param, sst.assign_coords(time=time).svd(k=2, dim="time", center=True)
+
+
+def test_timeseries_cftime_without_nc_time_axis(cftime_result, monkeypatch, tmp_path):
+    calendar, res = cftime_result
+    monkeypatch.setitem(sys.modules, "nc_time_axis", None)
+    fig = ResultPlotter(res).timeseries(n=2)
+    x = labeled_lines(fig.axes[0])[0].get_xdata()
+    if calendar == "standard":  # real dates
+        np.testing.assert_array_equal(x[:2], np.array(["2000-01-01", "2000-02-01"], "M8[ns]"))
+        assert fig.axes[-1].get_xlabel() == "time"
+    else:  # decimal years of that calendar
+        # day of the year of Feb 1 and Mar 1, over the days of the year
+        (feb, mar), days = ((31, 59), 365) if calendar == "noleap" else ((30, 60), 360)
+        np.testing.assert_allclose(x[:3], [2000.0, 2000 + feb / days, 2000 + mar / days])
+        assert fig.axes[-1].get_xlabel() == f"time [years, {calendar} calendar]"
+    save(fig, tmp_path)
+
+
+def test_timeseries_cftime_with_nc_time_axis(cftime_result, tmp_path):
+    pytest.importorskip("nc_time_axis", reason="needs nc-time-axis: pip install nc-time-axis")
+    _, res = cftime_result
+    fig = ResultPlotter(res).timeseries(n=2, overlay=True)
+    x = labeled_lines(fig.axes[0])[0].get_xdata()
+    assert list(x) == list(res.U.time.values)
+    save(fig, tmp_path)
 
 
 # ------------------------------------------------------------------ scores
@@ -283,10 +554,19 @@ def test_lazy_result_computes_once_per_plot(genotype, gt):
     np.testing.assert_allclose(np.abs(pts), np.abs(expected), rtol=1e-4, atol=1e-6)
 
 
-def test_lazy_maps(sst):
+def test_lazy_maps_and_timeseries(sst):
     lazy = sst.chunk({"time": 20}).svd(k=3, dim="time", center=True, compute=False)
     fig = ResultPlotter(lazy).components(n=2)
     assert len(map_panels(fig)) == 2
+    calls = []
+
+    def counting(dsk, keys, **kwargs):
+        calls.append(keys)
+        return dask.get(dsk, keys, **kwargs)
+
+    with dask.config.set(scheduler=counting):
+        fig = ResultPlotter(lazy).timeseries(n=2, scaling="singular")
+    assert len(calls) == 1 and len(fig.axes) == 2
 
 
 # ------------------------------------------------------------ environment
@@ -296,6 +576,7 @@ def test_no_global_state_changed(climate, genotype):
     ResultPlotter(climate).scree()
     ResultPlotter(climate).components(n=2)
     ResultPlotter(genotype).scores(hue="population")
+    ResultPlotter(climate).timeseries(n=2)
     assert dict(matplotlib.rcParams) == before
     assert matplotlib.get_backend() == backend
 
@@ -306,3 +587,5 @@ def test_missing_matplotlib_message(climate, monkeypatch):
         ResultPlotter(climate).scree()
     with pytest.raises(ImportError, match="Plotting needs matplotlib"):
         ResultPlotter(climate).components()
+    with pytest.raises(ImportError, match="Plotting needs matplotlib"):
+        ResultPlotter(climate).timeseries()

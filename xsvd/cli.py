@@ -6,8 +6,10 @@ on NumPy) and prints what a user would want to see.
 
 ``xsvd run STORE --var NAME --dim DIM --k K --out OUT`` decomposes a variable
 of a Zarr store (or netCDF file) and writes U, S and V with their labels to a
-new Zarr store. Errors a user can cause end in one line that says what to do,
-a non-zero exit status, and no partial output.
+new Zarr store; ``--weights coslat`` weights gridded data by area (EOFs),
+``--missing mean`` fills missing values with their feature's mean. Errors a
+user can cause end in one line that says what to do, a non-zero exit status,
+and no partial output.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +54,7 @@ def _demo(args: argparse.Namespace) -> int:
     sst, modes = datasets.climate_field(seed=args.seed, return_modes=True)
     print("\n2. Sea-surface temperature (EOFs over time, area-weighted, land masked)", file=out)
     _describe_input(sst, out)
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w = coslat_weights(sst, sample_dims=["time"])
     t0 = time.perf_counter()
     res = sst.svd.compressed(k=args.k, dim="time", center=True, weights=w, seed=args.seed)
     dt = time.perf_counter() - t0
@@ -71,7 +74,8 @@ def _demo(args: argparse.Namespace) -> int:
         file=out,
     )
     figures["climate-scree.png"] = lambda r=res: r.plot.scree().figure
-    figures["climate-components.png"] = lambda r=res: r.plot.components(n=4, col_wrap=2)
+    figures["climate-components.png"] = lambda r=res: r.plot.components(n=4, unweighted=True)
+    figures["climate-timeseries.png"] = lambda r=res: r.plot.timeseries(n=3, scaling="unit")
     _save_figures(figures, args.out, out)
     return 0
 
@@ -102,26 +106,128 @@ class UsageError(Exception):
     """A problem with the command's input, reported as one line."""
 
 
-def _open(path: str, var: str | None):
-    import os
+#: Names of latitude coordinates (lower case), after CF's standard_name and units.
+_LATITUDE_NAMES = ("lat", "latitude", "lats", "nav_lat", "xlat")
+#: CF's units of latitude.
+_LATITUDE_UNITS = ("degrees_north", "degree_north", "degree_n", "degrees_n", "degreen", "degreesn")
 
-    import xarray as xr
 
-    import xsvd
+def _is_latitude(coord) -> int:
+    """How surely ``coord`` is a latitude: 2 by standard_name or units, 1 by name, 0 not."""
+    units = str(coord.attrs.get("units", "")).strip().lower()
+    if coord.attrs.get("standard_name") == "latitude" or units in _LATITUDE_UNITS:
+        return 2
+    return int(str(coord.name).lower() in _LATITUDE_NAMES)
 
-    remote = "://" in path
-    if not remote and not os.path.exists(path):
-        raise UsageError(f"{path!r} does not exist; give the path of a Zarr store or netCDF file.")
-    if path.rstrip("/").endswith(".zarr") or remote or os.path.isdir(path):
-        return xsvd.open_zarr(path, var)
-    try:
-        ds = xr.open_dataset(path, chunks={})
-    except Exception as exc:  # unknown format, missing netCDF engine, ...
+
+def coslat_weights(data, sample_dims: Sequence[str]):
+    """``sqrt(cos(latitude))`` per feature, from the latitude coordinate of ``data``.
+
+    The latitude is the coordinate with ``standard_name`` "latitude" or units
+    "degrees_north", else one named lat, latitude, lats, nav_lat or xlat; it
+    must lie along the feature dimensions (not ``sample_dims``), in degrees.
+    The weights multiply the data, so the covariance of the weighted data is
+    weighted by ``cos(latitude)``, the area of a grid cell on a regular grid.
+
+    Raises
+    ------
+    UsageError
+        If there is no such coordinate, it lies along a sample dimension, or
+        its values are not latitudes in degrees.
+    """
+    found = sorted(
+        (c for c in data.coords.values() if c.dims and _is_latitude(c)),
+        key=_is_latitude,
+        reverse=True,
+    )
+    if not found:
         raise UsageError(
-            f"could not open {path!r} as netCDF ({type(exc).__name__}: {exc}); give a Zarr store "
-            "or a netCDF file (netCDF4 files need `pip install h5netcdf`)."
-        ) from exc
-    return ds[xsvd.io.pick_variable(ds, var, path)]
+            f"--weights coslat needs a latitude coordinate (named lat or latitude, or with "
+            f"standard_name 'latitude' or units 'degrees_north'), but {data.name!r} has the "
+            f"coordinates {list(data.coords)}. Add one to the input, or give --weights VAR "
+            "with a variable of weights."
+        )
+    feature = [c for c in found if not set(c.dims) & set(sample_dims)]
+    if not feature:
+        lat = found[0]
+        raise UsageError(
+            f"the latitude coordinate {lat.name!r} lies along the sample dimension(s) "
+            f"{[d for d in lat.dims if d in sample_dims]}, but --weights coslat weights the "
+            "features (grid cells); decompose along the other dimension(s), e.g. --dim time."
+        )
+    lat = feature[0]
+    values = np.asarray(lat.values, dtype=float)
+    if not np.isfinite(values).all() or np.abs(values).max() > 90.0:
+        raise UsageError(
+            f"the latitude coordinate {lat.name!r} has values outside -90 to 90 (or NaN); "
+            "--weights coslat needs latitudes in degrees. Give --weights VAR instead."
+        )
+    weights = np.sqrt(np.cos(np.deg2rad(lat)).clip(min=0.0))  # cos(±90°) may round below 0
+    weights.name = "weights"
+    weights.attrs = {"long_name": f"sqrt(cos({lat.name}))"}
+    return weights
+
+
+class _Input:
+    """The variable to decompose, and the other variables of its store (for --weights)."""
+
+    def __init__(self, path: str, var: str | None):
+        import os
+
+        import xarray as xr
+
+        import xsvd
+
+        self.path = path
+        remote = "://" in path
+        if not remote and not os.path.exists(path):
+            raise UsageError(
+                f"{path!r} does not exist; give the path of a Zarr store or netCDF file."
+            )
+        self.zarr = path.rstrip("/").endswith(".zarr") or remote or os.path.isdir(path)
+        if self.zarr:
+            self.data = xsvd.open_zarr(path, var)
+            return
+        try:
+            self.dataset = xr.open_dataset(path, chunks={})
+        except Exception as exc:  # unknown format, missing netCDF engine, ...
+            raise UsageError(
+                f"could not open {path!r} as netCDF ({type(exc).__name__}: {exc}); give a Zarr "
+                "store or a netCDF file (netCDF4 files need `pip install h5netcdf`)."
+            ) from exc
+        self.data = self.dataset[xsvd.io.pick_variable(self.dataset, var, path)]
+
+    def variable(self, name: str):
+        """A coordinate of the data, or another variable of the store, by name."""
+        import xsvd
+
+        if name in self.data.coords:
+            return self.data.coords[name]
+        if not self.zarr:
+            if name in self.dataset.variables:
+                return self.dataset[name]
+            held = list(self.dataset.variables)
+        else:
+            try:
+                return xsvd.open_zarr(self.path, name, missing_chunks="ignore")
+            except ValueError:
+                import xarray as xr
+
+                held = list(xr.open_zarr(self.path).variables)
+        raise UsageError(
+            f"--weights {name!r} is neither 'coslat' nor a variable or coordinate of "
+            f"{self.path!r}, which holds {held}."
+        )
+
+
+def _weights(source: _Input, spec: str | None, sample_dims: list[str]) -> tuple[Any, str]:
+    """The weights that ``--weights`` names, and a few words that say what they are."""
+    if spec is None:
+        return None, "none"
+    if spec == "coslat":
+        w = coslat_weights(source.data, sample_dims)
+        return w, f"{w.attrs['long_name']} (area weights for EOFs)"
+    return source.variable(spec), f"variable {spec!r}, as given"
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -131,7 +237,8 @@ def _run_command(args: argparse.Namespace) -> int:
 
     if os.path.exists(args.out) and not args.overwrite:
         raise UsageError(f"{args.out!r} already exists; choose another --out or add --overwrite.")
-    data = _open(args.store, args.var)
+    source = _Input(args.store, args.var)
+    data = source.data
     dims = [d for part in args.dim for d in part.split(",") if d]
     missing = [d for d in dims if d not in data.dims]
     if missing:
@@ -139,7 +246,12 @@ def _run_command(args: argparse.Namespace) -> int:
             f"{missing[0]!r} is not a dimension of {data.name!r}; its dimensions are "
             f"{list(data.dims)}."
         )
-    options = dict(dim=dims, center=args.center, progress=args.progress)
+    if args.method == "compressed" and args.k is None:
+        raise UsageError("--method compressed needs --k, the number of components to compute.")
+    weights, weights_text = _weights(source, args.weights, dims)
+    options = dict(
+        dim=dims, center=args.center, progress=args.progress, weights=weights, missing=args.missing
+    )
     if args.method != "exact":
         for name in ("n_power_iter", "seed"):
             if getattr(args, name) is not None:
@@ -149,6 +261,8 @@ def _run_command(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t0
     res.to_zarr(args.out, mode="w" if args.overwrite else "w-")
     _describe_result(res, seconds, sys.stdout)
+    if weights is not None:
+        print(f"   weights: {weights_text}", file=sys.stdout)
     print(f"   wrote U, S, V to {args.out} (reopen with xsvd.open_result)", file=sys.stdout)
     return 0
 
@@ -162,8 +276,9 @@ def _describe_input(da, out) -> None:
 def _describe_result(res, seconds: float, out) -> None:
     U, S, V = res
     evr = res.explained_variance_ratio.values
+    passes = res.settings.get("passes", 1)
     print(
-        f"   method: {res.method} (k={S.size}, {res.settings.get('passes', 1)} passes over "
+        f"   method: {res.method} (k={S.size}, {_plural(passes, 'pass', 'passes')} over "
         f"the data, {res.settings.get('dtype', 'float64')} products) in {seconds:.2f} s",
         file=out,
     )
@@ -176,16 +291,31 @@ def _describe_result(res, seconds: float, out) -> None:
     )
 
 
+def _plural(n: int, one: str, many: str) -> str:
+    """``"1 pass"``, ``"2 passes"``."""
+    return f"{n} {one if n == 1 else many}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="xsvd", description="Labeled exact and randomized SVD for xarray."
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run a compressed SVD on the embedded datasets")
-    demo.add_argument("--k", type=int, default=10, help="components (default 10)")
-    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    demo.add_argument("--variants", type=int, default=40_000, help="genotype variants")
-    demo.add_argument("--samples", type=int, default=600, help="genotype samples")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,run}")
+    demo = sub.add_parser(
+        "demo",
+        help="run a compressed SVD on the embedded example data and save plots",
+        description="Run a compressed SVD on the two embedded example data sets (genotypes "
+        "with population structure, on Dask; a climate field with land, on NumPy), print "
+        "what was found and save the plots as PNG files.",
+    )
+    demo.add_argument("--k", type=int, default=10, help="components (default %(default)s)")
+    demo.add_argument("--seed", type=int, default=0, help="random seed (default %(default)s)")
+    demo.add_argument(
+        "--variants", type=int, default=40_000, help="genotype variants (default %(default)s)"
+    )
+    demo.add_argument(
+        "--samples", type=int, default=600, help="genotype samples (default %(default)s)"
+    )
     demo.add_argument(
         "--out", default="xsvd-demo-output", help="folder for the PNG plots (default %(default)s)"
     )
@@ -195,20 +325,51 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="decompose a variable of a Zarr store or netCDF file",
         description="Decompose a variable of a Zarr store or netCDF file and write U, S, V "
-        "(with coordinates and settings) to a new Zarr store.",
+        "(with coordinates and settings) to a new Zarr store. Example, EOFs of a gridded "
+        "field: xsvd run sst.zarr --var sst --dim time --k 10 --center --weights coslat "
+        "--out eofs.zarr",
     )
     run.add_argument("store", help="Zarr store (path or URL) or netCDF file")
-    run.add_argument("--var", help="variable to decompose (default: the only one)")
+    run.add_argument("--var", metavar="NAME", help="variable to decompose (default: the only one)")
     run.add_argument(
         "--dim",
         action="append",
         required=True,
-        help="sample dimension(s), the rows of the matrix; repeat or comma-separate",
+        help="sample dimension(s), the rows of the matrix (e.g. time); repeat or comma-separate",
     )
-    run.add_argument("--k", type=int, help="number of components (required when compressed)")
+    run.add_argument(
+        "--k",
+        type=int,
+        help="number of components (needed with --method compressed; default: all, by the "
+        "exact SVD)",
+    )
     run.add_argument("--center", action="store_true", help="remove each feature's mean")
-    run.add_argument("--method", choices=("auto", "exact", "compressed"), default="auto")
-    run.add_argument("--n-power-iter", type=int, help="power iterations (compressed)")
+    run.add_argument(
+        "--weights",
+        metavar="{coslat,VAR}",
+        help="multiply each feature by a weight: 'coslat' for sqrt(cos(latitude)) from the "
+        "data's latitude coordinate (the square root, so that the covariance is weighted "
+        "by cos(latitude), the area of a grid cell: the usual weighting for EOFs of gridded "
+        "data), or the name of a variable or coordinate of the input holding the weights, "
+        "used as they are (for cell areas, give their square roots)",
+    )
+    run.add_argument(
+        "--missing",
+        choices=("error", "mean"),
+        default="error",
+        help="what to do with missing values (NaN): 'error' stops at a feature missing at "
+        "some samples (features missing at every sample, such as land, are always left "
+        "out); 'mean' stands each one for its feature's mean (in integer data negative "
+        "codes count as missing too, as for genotype calls) (default %(default)s)",
+    )
+    run.add_argument(
+        "--method",
+        choices=("auto", "exact", "compressed"),
+        default="auto",
+        help="exact SVD, compressed (randomized) SVD of k components, or auto: chosen by the "
+        "shape (default %(default)s)",
+    )
+    run.add_argument("--n-power-iter", type=int, metavar="Q", help="power iterations (compressed)")
     run.add_argument("--seed", type=int, help="random seed (compressed)")
     run.add_argument("--progress", action="store_true", help="show progress per pass")
     run.add_argument("--out", required=True, help="output Zarr store (must not exist)")
@@ -224,6 +385,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except (UsageError, ValueError, TypeError, OSError, ImportError) as exc:
         message = " ".join(str(exc).split())  # one line
+        if args.command == "run":  # the command's spelling of the API's advice
+            message = message.replace("`missing='mean'`", "`--missing mean`")
+            message = message.replace("missing='mean'", "--missing mean")
         print(f"xsvd: error: {message}", file=sys.stderr)
         return 2
 

@@ -1,7 +1,10 @@
-"""Plots of an :class:`~xsvd.SVDResult`: scree, component patterns and sample scores.
+"""Plots of an :class:`~xsvd.SVDResult`: scree, component maps, PC time series, scores.
 
 matplotlib is optional (``pip install "xsvd[plot]"``); it is imported only when
-a plot is drawn. Nothing here selects a backend or changes ``rcParams``.
+a plot is drawn. Nothing here selects a backend or changes ``rcParams``. Map
+projections and coastlines need cartopy (``pip install cartopy``), and cftime
+dates are drawn as dates of their own calendar with nc-time-axis when it is
+installed (``pip install nc-time-axis``).
 
 Every plot works on computed (NumPy) and lazy (Dask) results alike. For a lazy
 result only what is drawn is computed, in one Dask computation per plot, e.g.
@@ -18,6 +21,7 @@ Examples
 >>> p = ResultPlotter(res)
 >>> ax = p.scree()                      # doctest: +SKIP
 >>> fig = p.components(n=3)             # doctest: +SKIP
+>>> fig = p.timeseries(n=3)             # doctest: +SKIP
 >>> ax = p.scores(0, 1, hue="month")    # doctest: +SKIP
 """
 
@@ -29,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from . import _backend
+from . import _backend, _units
 from ._layout import COMPONENT
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,6 +45,13 @@ __all__ = ["ResultPlotter"]
 _MISSING_MPL = 'Plotting needs matplotlib: pip install "xsvd[plot]"'
 _MAX_LEGEND_CATEGORIES = 20
 _DEFAULT_N_COMPONENTS = 6
+#: The ``scaling=`` options of :meth:`ResultPlotter.timeseries`.
+_SCALINGS = (None, "unit", "singular")
+_MISSING_CARTOPY = (
+    "Map projections and coastlines need cartopy: pip install cartopy "
+    "(or conda install -c conda-forge cartopy)"
+)
+_STANDARD_CALENDARS = ("standard", "gregorian", "proleptic_gregorian")
 
 
 def _pyplot():
@@ -52,14 +63,23 @@ def _pyplot():
     return plt
 
 
+def _cartopy_crs():
+    """``cartopy.crs``, or an ImportError that says how to install it."""
+    try:
+        import cartopy.crs as ccrs
+    except ImportError as err:
+        raise ImportError(_MISSING_CARTOPY) from err
+    return ccrs
+
+
 class ResultPlotter:
     """Plots of one SVD result.
 
     Parameters
     ----------
     result : xsvd.SVDResult
-        The decomposition to plot (computed or lazy). Only its ``U``, ``V``
-        and ``explained_variance_ratio`` are used.
+        The decomposition to plot (computed or lazy). Its ``U``, ``S``,
+        ``V``, ``explained_variance_ratio`` and weights are used.
 
     Notes
     -----
@@ -126,8 +146,6 @@ class ResultPlotter:
             width = max(4.5, min(10.0, 0.45 * pct.size + 3.0))
             _, ax = plt.subplots(figsize=(width, 3.6), layout="constrained")
         bars = ax.bar(pos, pct, width=0.7, color="C0", label="per component")
-        if pct.size <= 12:
-            ax.bar_label(bars, [_sig3(v) for v in pct], fontsize="x-small", padding=1)
         if cumulative:
             ax.plot(pos, np.cumsum(pct), color="C1", marker="o", ms=4, label="cumulative")
             ax.legend(loc="best", fontsize="small")
@@ -136,6 +154,27 @@ class ResultPlotter:
         else:
             top = 100.0 * 1.06 if cumulative and np.sum(pct) > 90.0 else None
             ax.set_ylim(0.0, top)
+        if pct.size <= 12:
+            labels = [_sig3(v) for v in pct]
+            # the cumulative line starts on top of the first bar: label tall bars inside
+            ax.get_ylim()  # the autoscaled limits, before they are used
+            to_axes = ax.transScale + ax.transLimits  # data -> fraction of the axes height
+            with np.errstate(divide="ignore", invalid="ignore"):  # 0 on a log axis
+                height = to_axes.transform(np.column_stack([pos, pct]))[:, 1]
+            tall = (height >= 0.1) & cumulative
+            ax.bar_label(
+                bars,
+                [t if b else "" for t, b in zip(labels, tall, strict=True)],
+                fontsize="x-small",
+                padding=-10,
+                color="white",
+            )
+            ax.bar_label(
+                bars,
+                [t if not b else "" for t, b in zip(labels, tall, strict=True)],
+                fontsize="x-small",
+                padding=1,
+            )
         _component_ticks(ax, pos, comp)
         ax.set_xlabel(COMPONENT)
         ax.set_ylabel("explained variance (%)")
@@ -147,20 +186,25 @@ class ResultPlotter:
         self,
         n: int | None = None,
         *,
-        col_wrap: int = 3,
-        cmap: Any = "RdBu_r",
+        unweighted: bool = False,
+        values: xr.DataArray | None = None,
+        projection: Any = None,
+        coastlines: bool = False,
+        col_wrap: int | None = None,
+        cmap: Any = None,
         robust: bool = True,
         nan_color: Any = "0.8",
         **kwargs,
     ) -> Figure:
-        """The patterns ``V`` of the leading components: maps or lines.
+        """The patterns ``V`` of the leading components (or other maps): maps or lines.
 
         * **Two feature dimensions** (e.g. ``lat``, ``lon``): one map per
           component (``DataArray.plot`` with ``col="component"``, so a
-          pcolormesh in an xarray FacetGrid), with one shared colorbar whose
-          limits are symmetric around 0. Each panel is titled with the
-          component and its explained variance in percent. Features that are
-          NaN (land in an ocean field) stay NaN and show as ``nan_color``.
+          pcolormesh in an xarray FacetGrid), with one shared colorbar. Each
+          panel is titled with the component and its explained variance in
+          percent. Features that are NaN (land in an ocean field) stay NaN and
+          show as ``nan_color``. The grid has no empty panels where it can
+          (2 x 2 for 4 maps, 3 x 2 for 6); panels left over are removed.
         * **One feature dimension**: one line per component on a single axes,
           against the feature coordinate, with a legend.
         * Three or more feature dimensions: ValueError; select or reduce the
@@ -169,25 +213,54 @@ class ResultPlotter:
         Parameters
         ----------
         n : int, optional
-            Plot components ``0 .. n-1``. Default: all computed components, at
-            most 6.
-        col_wrap : int, default 3
-            Maps per row.
-        cmap : str or matplotlib colormap, default "RdBu_r"
-            Colormap of the maps (a diverging one suits the symmetric limits).
-            Lines use the axes' color cycle.
+            Plot components ``0 .. n-1``. Default: all computed components (or
+            all in ``values``), at most 6.
+        unweighted : bool, default False
+            Plot ``V / weights``, the patterns on the data's grid with the
+            weights of the decomposition divided out (e.g. EOFs without the
+            ``sqrt(cos(lat))`` area weighting), instead of the weighted ``V``.
+            Features of weight 0 are NaN. For an unweighted result this is
+            ``V`` itself.
+        values : xarray.DataArray, optional
+            Maps to plot instead of ``V``, with the dimension ``component``
+            and the feature dimensions: e.g. the correlation of the data with
+            each principal component, computed elsewhere. The colorbar and
+            figure title are taken from its ``long_name`` (or ``name``) and
+            ``units``; each panel is titled with its component and, where the
+            result has that component, its explained variance.
+        projection : cartopy.crs.Projection, optional
+            Draw the maps on this map projection (e.g.
+            ``cartopy.crs.Robinson(central_longitude=180)``); the data are
+            taken as longitude/latitude (``transform=cartopy.crs.PlateCarree()``
+            unless ``transform=`` is given). Needs cartopy
+            (``pip install cartopy``).
+        coastlines : bool, default False
+            Draw coastlines on each map (cartopy's Natural Earth coastlines,
+            which cartopy downloads once). Without ``projection`` the maps use
+            ``cartopy.crs.PlateCarree()``. Needs cartopy.
+        col_wrap : int, optional
+            Maps per row. Default: all in one row for up to 3 maps, else
+            ``ceil(sqrt(n))`` (2 for 4 maps, 3 for 5 to 9).
+        cmap : str or matplotlib colormap, optional
+            Colormap of the maps. Default: "RdBu_r" with limits symmetric
+            around 0 when the values take both signs (as patterns do),
+            "viridis" from 0 when they take one. Lines use the axes' color
+            cycle.
         robust : bool, default True
-            Maps: the color limits are ``±`` the 98th percentile of ``|V|``
-            (over the plotted components) instead of its maximum, so that a
-            few extreme cells do not wash out the maps; the colorbar then has
-            arrow ends. Ignored for lines.
+            Maps: the color limits are ``±`` the 98th percentile of the
+            absolute values (over the plotted components) instead of their
+            maximum, so that a few extreme cells do not wash out the maps; the
+            colorbar then has arrow ends. Ignored for lines.
         nan_color : color, default "0.8" (light grey)
-            Background of the maps, seen where ``V`` is NaN. ``None`` keeps
-            the axes' own background.
+            Background of the maps, seen where the values are NaN. ``None``
+            keeps the axes' own background.
         **kwargs
             Maps: passed to :meth:`xarray.DataArray.plot` (e.g. ``vmin`` and
-            ``vmax``, which override the symmetric limits, ``size``,
-            ``aspect``, ``x``, ``y``, ``cbar_kwargs``, ``subplot_kws``).
+            ``vmax``, which override the default limits, ``size``,
+            ``aspect``, ``figsize``, ``x``, ``y``, ``cbar_kwargs``,
+            ``transform``, and ``subplot_kws``, a dict passed on to
+            :func:`matplotlib.pyplot.subplots` for every panel, which can
+            also hold the ``projection``).
             Lines: ``ax`` (an Axes to draw on) and keywords for
             :meth:`matplotlib.axes.Axes.plot`.
 
@@ -195,15 +268,20 @@ class ResultPlotter:
         -------
         matplotlib.figure.Figure
             Always a Figure. For maps it is the figure of the xarray FacetGrid:
-            ``fig.axes`` holds the panels (row by row, unused slots hidden)
-            and, last, the colorbar. For lines it is the figure of the one
-            axes, ``fig.axes[0]``.
+            ``fig.axes`` holds the panels (row by row) and, last, the
+            colorbar. For lines it is the figure of the one axes,
+            ``fig.axes[0]``.
 
         Raises
         ------
         ValueError
-            If ``V`` has no or three and more feature dimensions, or ``n`` is
-            not between 1 and the number of components.
+            If the maps have no or three and more feature dimensions, ``n`` is
+            not between 1 and the number of components, ``values`` has no
+            ``component`` dimension, or both ``values`` and ``unweighted``
+            are given.
+        ImportError
+            If ``projection`` or ``coastlines`` is given and cartopy is not
+            installed.
 
         Examples
         --------
@@ -211,38 +289,230 @@ class ResultPlotter:
         >>> from xsvd.plot import ResultPlotter
         >>> sst = xsvd.datasets.climate_field(n_time=60, n_lat=18, n_lon=36)
         >>> res = sst.svd(k=4, dim="time", center=True)
-        >>> fig = ResultPlotter(res).components(n=3)  # doctest: +SKIP
+        >>> fig = ResultPlotter(res).components(n=4)  # doctest: +SKIP
         >>> fig.savefig("patterns.png")  # doctest: +SKIP
+
+        The patterns on the grid, without the area weights, on a map
+        projection with coastlines (needs cartopy):
+
+        >>> import numpy as np
+        >>> w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+        >>> res = sst.svd(k=4, dim="time", center=True, weights=w)
+        >>> import cartopy.crs as ccrs  # doctest: +SKIP
+        >>> fig = res.plot.components(
+        ...     n=4, unweighted=True, projection=ccrs.Robinson(), coastlines=True
+        ... )  # doctest: +SKIP
+
+        Any maps per component, e.g. the correlation of the data with each PC:
+
+        >>> import xarray as xr
+        >>> corr = xr.corr(sst, res.U, dim="time")
+        >>> corr.attrs = {"long_name": "correlation with the PC", "units": "1"}
+        >>> fig = res.plot.components(values=corr)  # doctest: +SKIP
 
         Zonal means give one feature dimension, ``lat``, hence lines:
 
         >>> zonal = sst.mean("lon").svd(k=3, dim="time", center=True)
         >>> fig = ResultPlotter(zonal).components()  # doctest: +SKIP
         """
-        V = self._res.V
-        feature_dims = [d for d in V.dims if d != COMPONENT]
+        res = self._res
+        if values is not None:
+            if unweighted:
+                raise ValueError(
+                    "values= plots the given maps instead of V; unweighted=True (V / weights) "
+                    "does not apply to them. Divide them yourself, or leave out one option."
+                )
+            data = _check_values(values)
+            label = _coord_label(data)
+            title = _name_of(data) or "Maps per component"
+        else:
+            data = res.V
+            label = "pattern (V / weights)" if unweighted else "pattern (V)"
+            title = _titled("Leading components", res) + (" (V / weights)" if unweighted else "")
+        feature_dims = [d for d in data.dims if d != COMPONENT]
         if len(feature_dims) not in (1, 2):
+            what = "values" if values is not None else "V"
             shown = ", ".join(map(repr, feature_dims)) or "none"
             raise ValueError(
                 f"components() draws lines for one feature dimension and maps for two, "
-                f"but V has {len(feature_dims)} feature dimension(s): {shown}. Select or "
+                f"but {what} has {len(feature_dims)} feature dimension(s): {shown}. Select or "
                 f"reduce the features first (e.g. decompose da.isel({feature_dims[0]}=0) or "
                 f"da.mean({feature_dims[0]!r}) instead), or plot res.V yourself."
                 if feature_dims
-                else "components() needs V to have at least one feature dimension; it has none."
+                else f"components() needs {what} to have at least one feature dimension; "
+                "it has none."
             )
-        k = V.sizes[COMPONENT]
-        n = _check_n(n, k)
-        V, evr = _materialize(
-            V.isel({COMPONENT: slice(0, n)}),
-            self._res.explained_variance_ratio.isel({COMPONENT: slice(0, n)}),
-        )
+        n = _check_n(n, data.sizes[COMPONENT])
+        data = data.isel({COMPONENT: slice(0, n)})
+        if unweighted:
+            weights = _weights_of(res)
+            if weights is not None:
+                data = data / weights.where(weights != 0)
+        data, evr = _materialize(data, res.explained_variance_ratio)
+        data = data.rename(None)
+        ratios = dict(zip(_component_values(evr), evr.values, strict=True))
         titles = [
-            _component_label(c, p) for c, p in zip(_component_values(V), evr.values, strict=True)
+            _component_label(c, ratios[c]) if c in ratios else f"{COMPONENT} {c}"
+            for c in _component_values(data)
         ]
         if len(feature_dims) == 2:
-            return _maps(V, titles, self._res, col_wrap, cmap, robust, nan_color, kwargs)
-        return _lines(V, feature_dims[0], titles, self._res, kwargs)
+            return _maps(
+                data,
+                titles,
+                dict(label=label, title=title),
+                dict(projection=projection, coastlines=coastlines),
+                col_wrap,
+                cmap,
+                robust,
+                nan_color,
+                kwargs,
+            )
+        if projection is not None or coastlines:
+            raise ValueError(
+                "projection= and coastlines= draw maps, for two feature dimensions; these "
+                f"patterns have one, {feature_dims[0]!r}, and are drawn as lines."
+            )
+        return _lines(data, feature_dims[0], titles, label, title, kwargs)
+
+    # ------------------------------------------------------------ timeseries
+    def timeseries(
+        self,
+        n: int = 3,
+        *,
+        scaling: str | None = None,
+        overlay: bool = False,
+        sharey: bool = True,
+        ax: Axes | None = None,
+        **kwargs,
+    ) -> Figure:
+        """The leading principal components (columns of ``U``) against the sample coordinate.
+
+        One panel per component, stacked with a shared horizontal axis (or
+        all on one axes with ``overlay=True``), each labeled with its
+        component and explained variance in percent. The horizontal axis is
+        the coordinate of the sample dimension (e.g. ``time``: datetimes, and
+        cftime dates of any calendar, drawn with nc-time-axis when it is
+        installed, else as real dates for the standard calendars and as
+        decimal years for the others), or the position along it when it has
+        no numeric or time coordinate.
+
+        Parameters
+        ----------
+        n : int, default 3
+            Plot components ``0 .. n-1``.
+        scaling : {None, "unit", "singular"}, default None
+            None: ``U`` as it is (unit-norm columns). ``"unit"``: unit
+            variance, ``U * sqrt(n_samples - 1)`` (the standardized PCs of
+            centered data, as eofs' ``pcscaling=1``). ``"singular"``:
+            ``U * S``, the PCs in the units of the (weighted) data.
+        overlay : bool, default False
+            All components on one axes, with a legend, instead of one panel
+            each.
+        sharey : bool, default True
+            Panels share one vertical scale (ignored with ``overlay``).
+        ax : matplotlib.axes.Axes, optional
+            Axes to draw on, with ``overlay=True`` or ``n=1``; default a new
+            figure.
+        **kwargs
+            Passed to :meth:`matplotlib.axes.Axes.plot` (``lw``, ``color``,
+            ``marker``, ...).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            Its axes hold one line each (one per component), in component
+            order; with ``overlay=True`` one axes with all lines and a legend.
+
+        Raises
+        ------
+        ValueError
+            If ``U`` has more than one sample dimension, ``n`` is not between
+            1 and the number of components, ``scaling`` is unknown, or ``ax``
+            is given for several panels.
+
+        Examples
+        --------
+        >>> import xsvd
+        >>> from xsvd.plot import ResultPlotter
+        >>> sst = xsvd.datasets.climate_field(n_time=60, n_lat=18, n_lon=36)
+        >>> res = sst.svd(k=4, dim="time", center=True)
+        >>> fig = ResultPlotter(res).timeseries(n=3, scaling="unit")  # doctest: +SKIP
+        >>> fig.savefig("pcs.png")  # doctest: +SKIP
+        """
+        plt = _pyplot()
+        res = self._res
+        U = res.U
+        sdim = _single_sample_dim(U, "timeseries() plots each component along one sample dimension")
+        n = _check_n(n, U.sizes[COMPONENT])
+        if scaling not in _SCALINGS:
+            raise ValueError(
+                f"scaling must be one of {list(_SCALINGS)}, got {scaling!r}: None for U as it "
+                "is, 'unit' for unit variance, 'singular' for U * S."
+            )
+        if ax is not None and not overlay and n > 1:
+            raise ValueError(
+                f"ax= takes one axes, but {n} components make {n} panels; pass overlay=True "
+                "(or n=1) to draw on ax, or leave ax out for a new figure."
+            )
+        sel = U.isel({COMPONENT: slice(0, n)})
+        sel = sel.drop_vars([c for c in sel.coords if c not in (COMPONENT, sdim)])
+        idx = {COMPONENT: slice(0, n)}
+        S = _units.dequantify(res.S)
+        sel, evr, S = _materialize(sel, res.explained_variance_ratio.isel(idx), S.isel(idx))
+        sel = sel.transpose(COMPONENT, sdim)
+        data = np.asarray(sel.values, dtype=float)
+        if scaling == "unit":
+            data = data * np.sqrt(max(sel.sizes[sdim] - 1, 1))
+            ylabel = "PC (unit variance)"
+        elif scaling == "singular":
+            data = data * np.asarray(S.values, dtype=float)[:, None]
+            units = S.attrs.get("units")
+            ylabel = f"PC (U × S) [{units}]" if units else "PC (U × S)"
+        else:
+            ylabel = "PC (U)"
+        x, xlabel = _sample_axis(sel, sdim)
+        labels = [
+            _component_label(c, p) for c, p in zip(_component_values(sel), evr.values, strict=True)
+        ]
+        title = _titled("Principal components", res)
+        if len(x) > 2_000:
+            kwargs.setdefault("lw", 0.7)
+
+        if overlay or n == 1:
+            if ax is None:
+                _, ax = plt.subplots(figsize=(7.5, 3.4), layout="constrained")
+            for row, label in zip(data, labels, strict=True):
+                ax.plot(x, row, label=label, **kwargs)
+            _zero_line(ax)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.set_title(title)
+            ax.legend(  # outside, right: it covers no data
+                loc="upper left",
+                bbox_to_anchor=(1.01, 1.0),
+                borderaxespad=0.0,
+                fontsize="small",
+                frameon=False,
+            )
+            return ax.figure
+
+        fig, axs = plt.subplots(
+            n,
+            1,
+            sharex=True,
+            sharey=sharey,
+            squeeze=False,
+            figsize=(7.5, 0.9 + 1.45 * n),
+            layout="constrained",
+        )
+        for i, (panel, row, label) in enumerate(zip(axs[:, 0], data, labels, strict=True)):
+            panel.plot(x, row, label=label, **{"color": f"C{i}", **kwargs})
+            _zero_line(panel)
+            panel.set_title(label, loc="left", fontsize="medium")
+        axs[-1, 0].set_xlabel(xlabel)
+        fig.supylabel(ylabel, fontsize="medium")
+        fig.suptitle(title)
+        return fig
 
     # ---------------------------------------------------------------- scores
     def scores(
@@ -304,15 +574,7 @@ class ResultPlotter:
         """
         plt = _pyplot()
         U = self._res.U
-        sample_dims = [d for d in U.dims if d != COMPONENT]
-        if len(sample_dims) != 1:
-            raise ValueError(
-                f"scores() plots one point per sample and needs a single sample dimension, "
-                f"but U has {len(sample_dims)}: {', '.join(map(repr, sample_dims))}. Stack "
-                f"them before decomposing, e.g. da.stack(sample={tuple(sample_dims)!r}) "
-                f"with dim='sample', or plot res.U yourself."
-            )
-        (sdim,) = sample_dims
+        sdim = _single_sample_dim(U, "scores() plots one point per sample")
         k = U.sizes[COMPONENT]
         ix = _check_component_index("x", x, k)
         iy = _check_component_index("y", y, k)
@@ -407,7 +669,8 @@ def _titled(what: str, res) -> str:
 def _coord_label(da: xr.DataArray) -> str:
     name = da.attrs.get("long_name") or da.attrs.get("standard_name") or str(da.name)
     units = da.attrs.get("units")
-    return f"{name} [{units}]" if units else name
+    dimensionless = str(units).strip() in ("", "1", "dimensionless")
+    return name if units is None or dimensionless else f"{name} [{units}]"
 
 
 def _is_int(v) -> bool:
@@ -435,6 +698,109 @@ def _check_hue(U: xr.DataArray, hue, sdim) -> None:
             f"hue={hue!r} is not a coordinate along the sample dimension {sdim!r} of U; "
             f"choose one of {coords}."
         )
+
+
+def _single_sample_dim(U: xr.DataArray, what: str):
+    sample_dims = [d for d in U.dims if d != COMPONENT]
+    if len(sample_dims) != 1:
+        raise ValueError(
+            f"{what} and needs a single sample dimension, but U has {len(sample_dims)}: "
+            f"{', '.join(map(repr, sample_dims))}. Stack them before decomposing, e.g. "
+            f"da.stack(sample={tuple(sample_dims)!r}) with dim='sample', or plot res.U yourself."
+        )
+    return sample_dims[0]
+
+
+def _check_values(values) -> xr.DataArray:
+    """``values=`` of ``components()``: a DataArray over ``component`` (pint units off)."""
+    if not isinstance(values, xr.DataArray):
+        raise TypeError(
+            "values must be an xarray.DataArray of maps with a 'component' dimension, e.g. "
+            f"xr.corr(da, res.U, dim='time'); got {type(values).__name__}."
+        )
+    if COMPONENT not in values.dims:
+        raise ValueError(
+            f"values must have the dimension {COMPONENT!r} (one map per component) and the "
+            f"feature dimensions, e.g. xr.corr(da, res.U, dim='time'); its dimensions are "
+            f"{list(values.dims)}."
+        )
+    return _units.dequantify(values).transpose(COMPONENT, ...)
+
+
+def _name_of(da: xr.DataArray) -> str | None:
+    name = da.attrs.get("long_name") or da.attrs.get("standard_name") or da.name
+    return None if name is None else str(name)
+
+
+def _weights_of(res) -> xr.DataArray | None:
+    """The result's feature weights, labeled over the feature dims (None when unweighted)."""
+    weights = getattr(res, "weights", None)
+    if isinstance(weights, xr.DataArray):
+        return _units.dequantify(weights)
+    raw = getattr(res, "_weights", None)
+    if raw is None:
+        return None
+    return res._layout.label_feature_vector(_backend.to_numpy(raw), "weights")
+
+
+def _zero_line(ax) -> None:
+    ax.axhline(0.0, color="0.6", lw=0.6, zorder=0, label="_zero")
+
+
+def _sample_axis(U: xr.DataArray, sdim) -> tuple[np.ndarray, str]:
+    """Horizontal positions and axis label for the samples of ``U``.
+
+    The sample coordinate when it is numeric or a time (datetime64, or cftime
+    dates: see :func:`_cftime_positions`), else the positions 0, 1, ...
+    """
+    if sdim in U.coords:
+        coord = U[sdim]
+        values = np.asarray(coord.values)
+        if values.dtype.kind in "iufM":
+            return values, _coord_label(coord)
+        if values.dtype.kind == "m":
+            return values / np.timedelta64(1, "D"), f"{_name_of(coord)} [days]"
+        if values.dtype.kind == "O":
+            converted = _cftime_positions(values)
+            if converted is not None:
+                x, note = converted
+                return x, f"{_coord_label(coord)} [{note}]" if note else _coord_label(coord)
+    return np.arange(U.sizes[sdim]), f"{sdim} (position)"
+
+
+def _cftime_positions(values: np.ndarray) -> tuple[np.ndarray, str | None] | None:
+    """cftime dates as something matplotlib draws, and a note for the axis label.
+
+    With nc-time-axis installed the dates themselves (it teaches matplotlib
+    every calendar); else datetime64 for the standard calendars, and decimal
+    years (2000.5 is half way through the year 2000 of that calendar) for the
+    others. None when ``values`` are not cftime dates.
+    """
+    first = values.flat[0] if values.size else None
+    calendar = getattr(first, "calendar", None)
+    if calendar is None or not hasattr(first, "year"):
+        return None
+    try:
+        import nc_time_axis  # noqa: F401  (registers matplotlib's converter for cftime dates)
+
+        return values, None
+    except ImportError:
+        pass
+    if calendar in _STANDARD_CALENDARS:
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return np.asarray(xr.CFTimeIndex(values).to_datetimeindex().values), None
+        except (ValueError, TypeError, OverflowError):  # dates out of datetime64's range
+            pass
+    years = []
+    for d in values.flat:
+        start = d.replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
+        end = start.replace(year=d.year + 1)
+        years.append(d.year + (d - start) / (end - start))
+    return np.asarray(years, dtype=float), f"years, {calendar} calendar"
 
 
 def _is_categorical(coord: xr.DataArray) -> bool:
@@ -521,24 +887,65 @@ def _symmetric_limit(values: np.ndarray, robust: bool) -> float:
     return lim
 
 
-def _maps(V, titles, res, col_wrap, cmap, robust, nan_color, kwargs):
+def _color_limits(values: np.ndarray, robust: bool) -> tuple[float, float, bool]:
+    """Default (vmin, vmax, two_signed): symmetric around 0 when the values take both signs."""
+    a = np.asarray(values, dtype=float)
+    a = a[np.isfinite(a)]
+    lim = _symmetric_limit(a, robust)
+    if a.size and a.min() >= 0 and a.max() > 0:
+        return 0.0, lim, False
+    if a.size and a.max() <= 0 and a.min() < 0:
+        return -lim, 0.0, False
+    return -lim, lim, True
+
+
+def _auto_col_wrap(n: int) -> int:
+    """Maps per row: one row up to 3, then about square (2 x 2 for 4, 3 x 2 for 6)."""
+    return n if n <= 3 else int(np.ceil(np.sqrt(n)))
+
+
+def _maps(V, titles, text, geo, col_wrap, cmap, robust, nan_color, kwargs):
     _pyplot()
     kwargs = dict(kwargs)
     n = V.sizes[COMPONENT]
     fdims = [d for d in V.dims if d != COMPONENT]
+    subplot_kws = dict(kwargs.pop("subplot_kws", None) or {})
+    projection = geo["projection"]
+    if projection is not None or geo["coastlines"]:
+        ccrs = _cartopy_crs()
+        if projection is None:
+            projection = subplot_kws.get("projection") or ccrs.PlateCarree()
+        subplot_kws["projection"] = projection
+    projection = subplot_kws.get("projection")
+    geographic = projection is not None and _is_cartopy_crs(projection)
+    if geographic:
+        kwargs.setdefault("transform", _cartopy_crs().PlateCarree())
+    if subplot_kws:
+        kwargs["subplot_kws"] = subplot_kws
+
     vmin, vmax = kwargs.pop("vmin", None), kwargs.pop("vmax", None)
     if vmin is None and vmax is None:
-        vmax = _symmetric_limit(V.values, robust)
-    kwargs["vmin"] = -abs(vmax) if vmin is None else vmin
-    kwargs["vmax"] = abs(vmin) if vmax is None else vmax
+        vmin, vmax, two_signed = _color_limits(V.values, robust)
+    else:
+        vmin = -abs(vmax) if vmin is None else vmin
+        vmax = abs(vmin) if vmax is None else vmax
+        two_signed = vmin < 0 < vmax
+    kwargs["vmin"], kwargs["vmax"] = vmin, vmax
+    if cmap is None:
+        cmap = "RdBu_r" if two_signed else "viridis"
+
+    if col_wrap is None:
+        col_wrap = _auto_col_wrap(n)
+    if not _is_int(col_wrap) or col_wrap < 1:
+        raise ValueError(f"col_wrap must be a positive integer (maps per row), got {col_wrap!r}.")
     ncol = min(n, col_wrap)
     nrow = -(-n // ncol)
     if "figsize" not in kwargs:
         size = kwargs.pop("size", 2.3)
-        aspect = kwargs.pop("aspect", _panel_aspect(V, fdims))
+        aspect = kwargs.pop("aspect", _panel_aspect(V, fdims, projection if geographic else None))
         kwargs["figsize"] = (ncol * size * aspect, nrow * size)
     add_colorbar = kwargs.pop("add_colorbar", True)
-    cbar_kwargs = {"label": "pattern (V)", **(kwargs.pop("cbar_kwargs", None) or {})}
+    cbar_kwargs = {"label": text["label"], **(kwargs.pop("cbar_kwargs", None) or {})}
     fg = V.plot(
         col=COMPONENT,
         col_wrap=col_wrap if n > col_wrap else None,
@@ -546,23 +953,49 @@ def _maps(V, titles, res, col_wrap, cmap, robust, nan_color, kwargs):
         add_colorbar=False,
         **kwargs,
     )
+    fig = fg.fig
     panels = []
     for ax, names, title in zip(
         fg.axs.flat, fg.name_dicts.flat, _pad(titles, fg.axs.size), strict=True
     ):
         if names is None:
+            fig.delaxes(ax)  # an empty slot of the last row
             continue
         panels.append(ax)
         ax.set_title(title, fontsize="medium")
         if nan_color is not None:
             ax.set_facecolor(nan_color)
-    fig = fg.fig
+        if geo["coastlines"]:
+            ax.coastlines(linewidth=0.6, color="0.15")
+    _label_bottom_panels(fg, fdims)
     right = 1.2 if add_colorbar else 0.0
     _add_margins(fig, top=0.4, right=right)
     if add_colorbar:
         _colorbar_right(fig, panels, V.values, cbar_kwargs)
-    fig.suptitle(_titled("Leading components", res), y=1.0 - 0.08 / fig.get_figheight(), va="top")
+    fig.suptitle(text["title"], y=1.0 - 0.08 / fig.get_figheight(), va="top")
     return fig
+
+
+def _is_cartopy_crs(projection) -> bool:
+    try:
+        import cartopy.crs as ccrs
+    except ImportError:
+        return False
+    return isinstance(projection, ccrs.CRS)
+
+
+def _label_bottom_panels(fg, fdims) -> None:
+    """Tick labels and x label on panels with no panel below (above removed slots)."""
+    axs, names = fg.axs, fg.name_dicts
+    nrow, ncol = axs.shape
+    if nrow < 2:
+        return
+    xlabel = axs[-1, 0].get_xlabel()  # the first column's bottom slot is always a panel
+    for j in range(ncol):
+        if names[-1, j] is None and names[-2, j] is not None:
+            ax = axs[-2, j]
+            ax.xaxis.set_tick_params(which="both", labelbottom=True)
+            ax.set_xlabel(xlabel)
 
 
 def _add_margins(fig, *, top: float, right: float) -> None:
@@ -578,6 +1011,8 @@ def _add_margins(fig, *, top: float, right: float) -> None:
 def _colorbar_right(fig, panels, values, cbar_kwargs) -> None:
     """One colorbar in the right margin, as tall as the panels."""
     mappable = panels[0].collections[-1]
+    for ax in panels:
+        ax.apply_aspect()  # fixed-aspect (map) axes shrink into their box
     boxes = [ax.get_position() for ax in panels]
     x1 = max(b.x1 for b in boxes)
     y0, y1 = min(b.y0 for b in boxes), max(b.y1 for b in boxes)
@@ -604,21 +1039,38 @@ def _pad(seq, n):
     return seq + [None] * (n - len(seq))
 
 
-def _panel_aspect(V, fdims) -> float:
-    ydim, xdim = fdims
-    spans = []
-    for d in (xdim, ydim):
-        c = V[d].values if d in V.coords else None
-        if c is not None and c.dtype.kind in "iuf" and c.size > 1:
-            step = abs(float(c[-1] - c[0])) / (c.size - 1)
-            spans.append(abs(float(c[-1] - c[0])) + step)
-        else:
-            spans.append(float(V.sizes[d]))
-    aspect = spans[0] / spans[1] if spans[1] > 0 else 1.0
-    return float(np.clip(aspect, 0.6, 2.5)) * 1.1  # room for the tick labels
+def _panel_aspect(V, fdims, projection=None) -> float:
+    """Width over height of one map: from a global map projection's extent, else the coords."""
+    if projection is not None and _spans_globe(V, fdims):
+        (x0, x1), (y0, y1) = projection.x_limits, projection.y_limits
+        aspect = (x1 - x0) / (y1 - y0) if y1 > y0 else 2.0
+    else:
+        ydim, xdim = fdims
+        spans = []
+        for d in (xdim, ydim):
+            c = V[d].values if d in V.coords else None
+            if c is not None and c.dtype.kind in "iuf" and c.size > 1:
+                step = abs(float(c[-1] - c[0])) / (c.size - 1)
+                spans.append(abs(float(c[-1] - c[0])) + step)
+            else:
+                spans.append(float(V.sizes[d]))
+        aspect = spans[0] / spans[1] if spans[1] > 0 else 1.0
+    aspect = float(np.clip(aspect, 0.6, 2.5))
+    if projection is not None:
+        # a map keeps its aspect, in a box less tall than the panel (the title above it)
+        return aspect * 0.82
+    return aspect * 1.1  # room for the tick labels
 
 
-def _lines(V, fdim, titles, res, kwargs):
+def _spans_globe(V, fdims) -> bool:
+    """Whether the last feature coordinate (the longitude of a map) covers 300 degrees or more."""
+    c = V[fdims[-1]].values if fdims[-1] in V.coords else None
+    if c is None or c.dtype.kind not in "iuf" or c.size < 2:
+        return False
+    return float(np.nanmax(c) - np.nanmin(c)) >= 300.0
+
+
+def _lines(V, fdim, titles, label, title, kwargs):
     plt = _pyplot()
     kwargs = dict(kwargs)
     ax = kwargs.pop("ax", None)
@@ -633,11 +1085,11 @@ def _lines(V, fdim, titles, res, kwargs):
     data = V.transpose(COMPONENT, fdim).values
     if xvals.size > 2_000:
         kwargs.setdefault("lw", 0.6)
-    for row, title in zip(data, titles, strict=True):
-        ax.plot(xvals, row, label=title, **kwargs)
-    ax.axhline(0.0, color="0.6", lw=0.6, zorder=0, label="_zero")
+    for row, name in zip(data, titles, strict=True):
+        ax.plot(xvals, row, label=name, **kwargs)
+    _zero_line(ax)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("pattern (V)")
-    ax.set_title(_titled("Leading components", res))
+    ax.set_ylabel(label)
+    ax.set_title(title)
     ax.legend(fontsize="small")
     return ax.figure
