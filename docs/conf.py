@@ -71,7 +71,7 @@ html_theme_options = {"navigation_with_keys": True}
 # -- hooks -----------------------------------------------------------------
 # Classes that users receive but never construct: their pages show no
 # constructor signature (SVDResult(decomposition, layout, ...) is internal).
-_NO_SIGNATURE = {"xsvd.SVDResult"}
+_NO_SIGNATURE = {"xsvd.SVDResult", "xsvd.RotatedResult"}
 
 
 def _hide_constructor(app, what, name, obj, options, signature, return_annotation):

@@ -36,6 +36,11 @@ OPTIONAL_PACKAGES = (
     "cartopy",
     "eofs",
     "xeofs",
+    "cftime",
+    "h5netcdf",
+    "h5py",
+    "netCDF4",
+    "nc_time_axis",
 )
 
 for _name in filter(None, os.environ.get("XSVD_TEST_WITHOUT", "").split(",")):

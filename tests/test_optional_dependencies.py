@@ -26,6 +26,10 @@ FILES = [
     "test_docs.py",
     "test_doctests.py",
     "test_property.py",
+    "test_statistics.py",
+    "test_rotation.py",
+    "test_saving.py",
+    "test_genomics_outputs.py",
 ]
 
 

@@ -15,10 +15,22 @@ from ._options import get_options, set_options
 from ._packed import PackedGenotypes
 from .accessor import SVDAccessor, register
 from .api import choose_method, compressed, exact, svd
-from .genomics import dosage, open_plink, pack_genotypes, patterson_scaling, write_plink
+from .genomics import (
+    dosage,
+    open_plink,
+    pack_genotypes,
+    patterson_scaling,
+    project_samples,
+    shrinkage_factors,
+    tracy_widom,
+    write_eigenvec,
+    write_plink,
+    write_plink_pca,
+)
 from .io import MissingChunksWarning, StoreReadError, open_zarr
 from .linalg import InfiniteValueError, MissingValueError
 from .result import SVDResult, open_result
+from .rotation import RotatedResult
 
 try:
     __version__ = version("xsvd")
@@ -33,6 +45,7 @@ __all__ = [
     "compressed",
     "choose_method",
     "SVDResult",
+    "RotatedResult",
     "SVDAccessor",
     "MissingValueError",
     "InfiniteValueError",
@@ -47,6 +60,11 @@ __all__ = [
     "PackedGenotypes",
     "dosage",
     "patterson_scaling",
+    "project_samples",
+    "shrinkage_factors",
+    "write_eigenvec",
+    "write_plink_pca",
+    "tracy_widom",
     "set_options",
     "get_options",
     "__version__",

@@ -8,6 +8,17 @@ reshape (no MultiIndex is built), labels the solvers' plain arrays back, and
 takes labeled results apart again (``*_values``) when a saved result is
 reopened. :meth:`Layout.description` and :meth:`Layout.from_description`
 save and restore it (with the coordinates kept in the saved Dataset).
+
+Two input rules live here (see docs/input-rules.md):
+
+- ``dim`` omitted: the first dimension is the sample dimension only when that
+  is unambiguous (:func:`default_sample_dim`): 2-D data without a time-like
+  dimension elsewhere, or a first dimension that is the only time-like one.
+  Otherwise a ``ValueError`` lists the dims and says which ``dim=`` to pass.
+- Feature dimensions of size 1 (a single pressure level, say) are squeezed:
+  they are not part of the matrix, ``V`` and ``mean`` do not have them, their
+  coordinates become scalar coordinates of the outputs, and
+  ``reconstruct()`` puts them back, so it is labeled like the input.
 """
 
 from __future__ import annotations
@@ -25,7 +36,13 @@ COMPONENT = "component"
 
 @dataclass(frozen=True)
 class Layout:
-    """How a DataArray's dims map to (samples, features)."""
+    """How a DataArray's dims map to (samples, features).
+
+    ``dims``, ``sizes`` and ``coords`` describe the data as the solvers see
+    them, without the squeezed size-1 feature dimensions (``squeezed``), whose
+    coordinates are scalar coordinates in ``coords``; ``input_dims`` is the
+    input's own order of dimensions, squeezed ones included.
+    """
 
     name: Hashable | None
     dims: tuple[Hashable, ...]
@@ -34,6 +51,8 @@ class Layout:
     sizes: dict
     coords: dict  # name -> xr.Variable, every coordinate of the input
     attrs: dict
+    squeezed: tuple[Hashable, ...] = ()
+    input_dims: tuple[Hashable, ...] | None = None
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -49,7 +68,12 @@ class Layout:
                 f"An SVD needs at least 2 dimensions (samples and features); this "
                 f"DataArray has dims {obj.dims}."
             )
-        sample_dims = _as_dims(obj.dims[0] if dim is None else dim)
+        sample_dims = (default_sample_dim(obj),) if dim is None else _as_dims(dim)
+        if not sample_dims:
+            raise ValueError(
+                f"dim={dim!r} names no dimension. Pass the sample dimension(s), one or more "
+                f"of {obj.dims}."
+            )
         missing = [d for d in sample_dims if d not in obj.dims]
         if missing:
             raise ValueError(
@@ -78,14 +102,21 @@ class Layout:
                 f"{dict(obj.sizes)}). Check the selection that made them (e.g. a `.sel()` "
                 "that matched nothing)."
             )
+        # size-1 feature dims (one pressure level) are squeezed, unless nothing else is left
+        squeezed = tuple(d for d in feature_dims if obj.sizes[d] == 1)
+        if len(squeezed) == len(feature_dims):
+            squeezed = ()
+        kept = obj.isel({d: 0 for d in squeezed}) if squeezed else obj
         return cls(
             name=obj.name,
-            dims=tuple(obj.dims),
+            dims=tuple(kept.dims),
             sample_dims=sample_dims,
-            feature_dims=feature_dims,
-            sizes=dict(obj.sizes),
-            coords={k: v.variable for k, v in obj.coords.items()},
+            feature_dims=tuple(d for d in feature_dims if d not in squeezed),
+            sizes=dict(kept.sizes),
+            coords={k: v.variable for k, v in kept.coords.items()},
             attrs=dict(obj.attrs),
+            squeezed=squeezed,
+            input_dims=tuple(obj.dims),
         )
 
     # ----------------------------------------------------------- properties
@@ -108,13 +139,37 @@ class Layout:
     # --------------------------------------------------------------- stacking
     def to_matrix(self, obj: xr.DataArray):
         """The (samples x features) matrix of ``obj`` (lazy for Dask; a view when possible)."""
-        data = obj.transpose(*self.sample_dims, *self.feature_dims).data
+        data = obj.transpose(*self.sample_dims, *self.feature_dims, *self.squeezed).data
         if data.ndim == 2:
             return data
         return data.reshape(self.n_samples, self.n_features)
 
+    def _without_squeezed(self, other: xr.DataArray, what: str) -> xr.DataArray:
+        """``other`` at the single label of each squeezed dim (size 1 or selected by label)."""
+        for d in self.squeezed:
+            if d not in other.dims:
+                continue
+            if d in self.coords and d in other.indexes:
+                label = self.coords[d].values[()]
+                if label not in other.indexes[d]:
+                    raise ValueError(
+                        f"The decomposed data have the single {d!r} {_fmt(label)} (a size-1 "
+                        f"dimension, squeezed), which the {what} lack along {d!r}. Select it, "
+                        f"e.g. `.sel({d}={_fmt(label)})`."
+                    )
+                other = other.sel({d: label})
+            elif other.sizes[d] == 1:
+                other = other.isel({d: 0})
+            else:
+                raise ValueError(
+                    f"The {what} have {other.sizes[d]} values along {d!r}, which has size 1 in "
+                    f"the decomposed data (squeezed). Select one, e.g. `.isel({d}=0)`."
+                )
+        return other
+
     def samples_matrix(self, other: xr.DataArray):
         """Stack new data with the same features: returns (matrix, sample dims, coords)."""
+        other = self._without_squeezed(other, "new data")
         extra = [d for d in self.feature_dims if d not in other.dims]
         if extra:
             raise ValueError(
@@ -157,6 +212,7 @@ class Layout:
                     "`np.sqrt(np.cos(np.deg2rad(da.lat)))`; got "
                     f"{type(weights).__name__}."
                 )
+        weights = self._without_squeezed(weights, "weights")
         bad = [d for d in weights.dims if d not in self.feature_dims]
         if bad:
             raise ValueError(
@@ -212,36 +268,98 @@ class Layout:
 
     def feature_locator(self) -> FeatureLocator:
         """A small picklable object that names features in error messages."""
-        coords = {}
-        for d in self.feature_dims:
-            if d in self.coords and self.sizes[d] <= 100_000:
-                coords[d] = np.asarray(self.coords[d].values)
+        coords = self._index_values(self.feature_dims)
         return FeatureLocator(self.feature_dims, self.feature_shape, coords)
 
     # ------------------------------------------------------------ save/restore
     def description(self) -> dict:
-        """What, besides the coordinates, restores this layout: JSON-able values."""
-        return {
+        """What, besides the coordinates, restores this layout: JSON-able values.
+
+        ``cftime`` maps each coordinate of cftime dates to its calendar: a store
+        decodes dates of the standard calendar as ``datetime64``, and
+        :meth:`from_description` turns them back.
+        """
+        out = {
             "name": None if self.name is None else str(self.name),
             "dims": [str(d) for d in self.dims],
             "sample_dims": [str(d) for d in self.sample_dims],
             "input_attrs": _jsonable(self.attrs),
         }
+        calendars = {str(k): c for k, v in self.coords.items() if (c := _cftime_calendar(v))}
+        if calendars:
+            out["cftime"] = calendars
+        if self.squeezed:
+            out["squeezed"] = [str(d) for d in self.squeezed]
+            out["input_dims"] = [str(d) for d in self.input_dims]
+        return out
 
     @classmethod
     def from_description(cls, description: dict, ds: xr.Dataset) -> Layout:
         """The layout of a saved result: ``description`` plus the sizes and coords of ``ds``."""
         dims = tuple(description["dims"])
         sample_dims = tuple(description["sample_dims"])
+        coords = {k: v.variable for k, v in ds.coords.items() if COMPONENT not in v.dims}
+        for name, calendar in (description.get("cftime") or {}).items():
+            if name in coords:
+                coords[name] = _as_cftime(coords[name], calendar)
         return cls(
             name=description["name"],
             dims=dims,
             sample_dims=sample_dims,
             feature_dims=tuple(d for d in dims if d not in sample_dims),
             sizes={d: ds.sizes[d] for d in dims},
-            coords={k: v.variable for k, v in ds.coords.items() if COMPONENT not in v.dims},
+            coords=coords,
             attrs=dict(description["input_attrs"]),
+            squeezed=tuple(description.get("squeezed") or ()),
+            input_dims=tuple(description.get("input_dims") or dims),
         )
+
+    def nan_hint(self, matrix=None) -> str | None:
+        """Advice for a NaN error when the sample and feature dims look swapped, or None.
+
+        The signs: a time-like dimension (dates, or named ``time``) among the
+        features while no sample dimension is time-like; or, for an
+        in-memory NumPy ``matrix``, samples that are NaN at every feature
+        (land cells as samples), which are never left out the way all-NaN
+        features are.
+        """
+        samples = ", ".join(repr(d) for d in self.sample_dims)
+        if not any(_timelike(d, self.coords.get(d)) for d in self.sample_dims):
+            times = [d for d in self.feature_dims if _timelike(d, self.coords.get(d))]
+            if times:
+                return (
+                    f"Were the dimensions swapped? The time-like dimension {times[0]!r} is a "
+                    f"feature dimension here and the samples are along {samples}, so a grid "
+                    "cell that is missing at some times makes features missing at some "
+                    f"samples. For one sample per time step (EOFs of a field), pass "
+                    f"dim={times[0]!r}: cells that are NaN at every time step (land) are then "
+                    f"left out by themselves. To keep {samples} as the samples, drop the ones "
+                    f"that are NaN at every time step first."
+                )
+        if not isinstance(matrix, np.ndarray) or matrix.dtype.kind not in "fc":
+            return None
+        empty = np.flatnonzero(np.isnan(matrix).all(axis=1))
+        if not empty.size:
+            return None
+        where = FeatureLocator(
+            self.sample_dims, self.sample_shape, self._index_values(self.sample_dims)
+        )(empty)
+        features = self.feature_dims[0] if len(self.feature_dims) == 1 else self.feature_dims
+        return (
+            f"Were the dimensions swapped? {empty.size} of the {self.n_samples} samples are NaN "
+            f"at every feature: {where}. Features that are NaN at every sample are left out, "
+            f"samples are not. If the samples are along {features!r}, pass dim={features!r}; "
+            f"otherwise drop those samples, e.g. `da.dropna({self.sample_dims[0]!r}, "
+            "how='all')`."
+        )
+
+    def _index_values(self, dims) -> dict:
+        """The 1-D coordinate values of ``dims`` (not too long), to name positions with."""
+        return {
+            d: np.asarray(self.coords[d].values)
+            for d in dims
+            if d in self.coords and self.coords[d].dims == (d,) and self.sizes[d] <= 100_000
+        }
 
     def samples_values(self, U: xr.DataArray) -> np.ndarray:
         """Inverse of :meth:`label_samples`: the (samples x k) array of ``U``."""
@@ -300,7 +418,9 @@ class Layout:
             name=self.name,
             attrs=self.attrs if attrs is None else attrs,
         )
-        return out.transpose(*self.dims)
+        if self.squeezed:  # back as size-1 dims (a scalar coordinate becomes their index)
+            out = out.expand_dims(list(self.squeezed))
+        return out.transpose(*(self.input_dims or self.dims))
 
     def label_new_samples(self, U, sample_dims, shape, coords, name: str) -> xr.DataArray:
         k = U.shape[1]
@@ -349,6 +469,101 @@ def _jsonable(obj: Any):
     if obj is None or isinstance(obj, bool | int | float | str):
         return obj
     return str(obj)
+
+
+def default_sample_dim(obj: xr.DataArray) -> Hashable:
+    """The sample dimension when ``dim`` is omitted, or a ``ValueError`` saying what to pass.
+
+    Size-1 dimensions are left out of the choice. The first remaining
+    dimension is taken when that is unambiguous: it is the only time-like
+    one (a datetime64 or cftime coordinate, the CF attribute ``axis: T`` or
+    ``standard_name: time``, or named ``time``), or the data
+    are 2-D and neither dimension is time-like (rows are samples, as in
+    NumPy and scikit-learn). Anything else, such as ``(lat, lon, time)``
+    data (whose first dimension earlier versions took without a word), is
+    an error that lists the dims and names the ``dim=`` to pass.
+    """
+    dims = [d for d in obj.dims if obj.sizes[d] != 1] or list(obj.dims)
+    times = [d for d in dims if _timelike(d, _index_variable(obj, d))]
+    first = dims[0]
+    if times == [first] or (not times and len(dims) <= 2):
+        return first
+    shown = "(" + ", ".join(f"{d}: {obj.sizes[d]}" for d in obj.dims) + ")"
+    message = (
+        f"dim was not given, and which dimension of these {shown} data holds the samples "
+        "(the rows of the matrix; all other dimensions are features) is ambiguous: xsvd "
+        "takes the first dimension only for 2-D data or when it is the time dimension. "
+    )
+    if len(times) == 1:
+        message += (
+            f"Pass dim={times[0]!r} for one sample per time step (EOFs of a field), or name the "
+            f"sample dimension(s) you mean, e.g. dim={first!r}."
+        )
+    elif times:
+        both = "(" + ", ".join(repr(d) for d in times) + ")"
+        message += (
+            f"Several dimensions are time-like: pass one, e.g. dim={times[0]!r}, or all of "
+            f"them as samples, dim={both}."
+        )
+    else:
+        message += f"Pass the sample dimension(s), e.g. dim={first!r}."
+    raise ValueError(message)
+
+
+def _index_variable(obj: xr.DataArray, dim: Hashable) -> xr.Variable | None:
+    return obj[dim].variable if dim in obj.coords else None
+
+
+def _timelike(dim: Hashable, coord: xr.Variable | None) -> bool:
+    """Whether ``dim`` is a time axis (as eofs tells one, and cftime dates too).
+
+    Named ``time``, or its coordinate holds datetime64 or cftime dates, or
+    carries the CF attribute ``axis: T`` or ``standard_name: time``.
+    """
+    if isinstance(dim, str) and dim.lower() == "time":
+        return True
+    if coord is None or coord.ndim != 1:
+        return False
+    if coord.attrs.get("axis") == "T" or coord.attrs.get("standard_name") == "time":
+        return True
+    return coord.dtype.kind == "M" or _cftime_calendar(coord) is not None
+
+
+def _cftime_calendar(var: xr.Variable) -> str | None:
+    """The calendar of a variable of cftime dates, or None for anything else."""
+    if var.dtype != object or var.size == 0:
+        return None
+    first = np.asarray(var[(0,) * var.ndim].values).item()  # one value, even of Dask data
+    if not type(first).__module__.startswith("cftime"):
+        return None
+    return getattr(first, "calendar", None) or None
+
+
+def _as_cftime(var: xr.Variable, calendar: str) -> xr.Variable:
+    """``var``'s datetime64 values as cftime dates of ``calendar`` (other values unchanged).
+
+    A store decodes dates of the standard calendar as datetime64 unless told
+    otherwise; this undoes that, to the microsecond (cftime's resolution).
+    Without cftime installed, the dates stay datetime64.
+    """
+    if var.dtype.kind != "M":
+        return var
+    try:
+        import cftime
+    except ImportError:
+        return var
+    values = var.values
+    if np.isnat(values).any():  # cftime has no "not a time"
+        return var
+    micro = values.astype("datetime64[us]").astype(np.int64)
+    dates = cftime.num2date(
+        micro.ravel(),
+        "microseconds since 1970-01-01",
+        calendar=calendar,
+        only_use_cftime_datetimes=True,
+    )
+    values = np.asarray(dates, dtype=object).reshape(var.shape)
+    return xr.Variable(var.dims, values, dict(var.attrs))
 
 
 def _fmt(value: Any) -> str:

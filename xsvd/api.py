@@ -7,16 +7,19 @@ accessor all end up in :func:`_run`.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from typing import Literal
 
+import numpy as np
 import xarray as xr
 
-from . import _backend, _units
+from . import _backend, _units, statistics
 from ._layout import Layout
 from ._progress import Progress
 from .linalg import (
+    DEFAULT_KRYLOV,
     DEFAULT_N_OVERSAMPLES,
-    DEFAULT_N_POWER_ITER,
+    MissingValueError,
     exact_svd,
     randomized_svd,
 )
@@ -73,6 +76,7 @@ def svd(
     dim: Dims = None,
     method: Method = "auto",
     center: bool = False,
+    standardize: bool = False,
     weights: xr.DataArray | None = None,
     missing: Missing = "error",
     negative_missing: bool | None = None,
@@ -84,6 +88,8 @@ def svd(
     seed: int | None = None,
     dtype=None,
     krylov: bool | None = None,
+    tol: float | None = None,
+    max_passes: int | None = None,
 ) -> SVDResult:
     """Singular value decomposition of a labeled array, solver chosen by shape.
 
@@ -99,11 +105,26 @@ def svd(
         Number of components. Required when the compressed solver runs.
     dim : str or sequence of str, optional
         Sample dimension(s), the rows of the matrix. Default: the first
-        dimension.
+        dimension, only where that is unambiguous: 2-D data with no
+        time-like dimension elsewhere, or data whose first dimension is
+        their only time-like one (dates, or named ``time``); anything else,
+        e.g. ``(lat, lon, time)``, is a ``ValueError`` naming the ``dim=`` to
+        pass. Feature dimensions of size 1 are squeezed (their coordinates
+        become scalar coordinates of ``U``, ``V`` and ``mean``).
     method : {"auto", "exact", "compressed"}
         Solver; ``"auto"`` follows :func:`choose_method`.
     center : bool
         Remove each feature's mean over ``dim`` first.
+    standardize : bool
+        Also divide each feature by its standard deviation over ``dim``
+        (``ddof=0``, over the values present), so that every feature has
+        unit variance: EOFs of the correlation matrix (xeofs'
+        ``standardize=True``). The standard deviations are folded into the
+        weights (``res.settings["standardize"]`` is True): ``reconstruct()``
+        and ``project()`` undo and apply them, and ``S`` loses the data's
+        units. Features of standard deviation 0 get weight 0. Dask data are
+        read once more, before the decomposition (also with
+        ``compute=False``).
     weights : xarray.DataArray, optional
         Broadcast against the feature dimensions; multiplies the (centered)
         data, e.g. ``np.sqrt(np.cos(np.deg2rad(da.lat)))`` for area weighting.
@@ -135,7 +156,7 @@ def svd(
         Show progress while computing Dask data: a progress bar per pass over
         the data with the local schedulers, distributed's progress bar with a
         ``dask.distributed`` client.
-    n_power_iter, n_oversamples, seed, dtype, krylov
+    n_power_iter, n_oversamples, seed, dtype, krylov, tol, max_passes
         Compressed solver only; see :func:`compressed`.
 
     Returns
@@ -159,6 +180,7 @@ def svd(
         method=method,
         dim=dim,
         center=center,
+        standardize=standardize,
         weights=weights,
         missing=missing,
         negative_missing=negative_missing,
@@ -170,6 +192,8 @@ def svd(
         seed=seed,
         dtype=dtype,
         krylov=krylov,
+        tol=tol,
+        max_passes=max_passes,
     )
 
 
@@ -179,6 +203,7 @@ def exact(
     k: int | None = None,
     dim: Dims = None,
     center: bool = False,
+    standardize: bool = False,
     weights: xr.DataArray | None = None,
     missing: Missing = "error",
     negative_missing: bool | None = None,
@@ -204,6 +229,7 @@ def exact(
         method="exact",
         dim=dim,
         center=center,
+        standardize=standardize,
         weights=weights,
         missing=missing,
         negative_missing=negative_missing,
@@ -219,6 +245,7 @@ def compressed(
     *,
     dim: Dims = None,
     center: bool = False,
+    standardize: bool = False,
     weights: xr.DataArray | None = None,
     missing: Missing = "error",
     negative_missing: bool | None = None,
@@ -230,6 +257,8 @@ def compressed(
     seed: int | None = None,
     dtype=None,
     krylov: bool | None = None,
+    tol: float | None = None,
+    max_passes: int | None = None,
 ) -> SVDResult:
     """Rank-``k`` randomized SVD that reads the data ``n_power_iter + 1`` times.
 
@@ -237,22 +266,32 @@ def compressed(
     ----------
     k : int
         Number of components.
-    n_power_iter : int, default 4
-        Normalized subspace iterations; each is one more read of the data.
+    n_power_iter : int, default 7
+        Iterations after the first pass; each is one more read of the data
+        (8 reads by default). Every component's estimated error is in
+        ``res.errors``.
     n_oversamples : int, default 10
         Extra columns of the random sketch.
+    tol : float, optional
+        Instead of a fixed ``n_power_iter``: keep reading the data until the
+        estimated relative error of every singular value and the relative
+        residual of every component (``res.errors``) are below ``tol``, e.g.
+        ``1e-3``, or ``max_passes`` is reached, which warns.
+        ``res.settings["passes"]`` says how many passes it took.
+    max_passes : int, default 20
+        With ``tol``: the most reads of the data.
     seed : int, optional
         Seed of the Gaussian test matrix, for reproducible results.
     dtype : {None, "float32", "float64"}
         Precision of the products with the data. Default: float64 data in
         float64; integer and float32 data in float32.
-    krylov : bool, default False
+    krylov : bool, default True
         Take the components from the span of every pass's sketch (block
-        Krylov, Musco & Musco 2015) rather than the last one: the same reads
-        of the data and a little more small math, much more accurate
-        singular values where the spectrum decays slowly (the noise
-        components of genotype data, say). Recommended for PCA of genotypes.
-    obj, dim, center, weights, missing, negative_missing, device, compute, progress
+        Krylov, Musco & Musco 2015; the default) rather than the last one
+        (``False``: subspace iteration): the same reads of the data and a
+        little more small math, much more accurate singular values where the
+        spectrum decays slowly (the noise components of genotype data, say).
+    obj, dim, center, standardize, weights, missing, negative_missing, device, compute, progress
         See :func:`svd`.
 
     Examples
@@ -269,6 +308,7 @@ def compressed(
         method="compressed",
         dim=dim,
         center=center,
+        standardize=standardize,
         weights=weights,
         missing=missing,
         negative_missing=negative_missing,
@@ -280,6 +320,8 @@ def compressed(
         seed=seed,
         dtype=dtype,
         krylov=krylov,
+        tol=tol,
+        max_passes=max_passes,
     )
 
 
@@ -292,6 +334,7 @@ def _run(
     center,
     weights,
     compute,
+    standardize=False,
     missing="error",
     negative_missing=None,
     device=None,
@@ -301,7 +344,11 @@ def _run(
     seed=None,
     dtype=None,
     krylov=None,
+    tol=None,
+    max_passes=None,
 ) -> SVDResult:
+    _check_flags(center=center, compute=compute, progress=progress, standardize=standardize)
+    _check_flags(krylov=krylov, none_too=True)
     layout = Layout.from_dataarray(obj, dim)
     # units off: pint-quantified data and weights become their magnitudes
     obj, weights, units = _units.strip(obj, weights)
@@ -311,6 +358,11 @@ def _run(
     _backend.compute_dtype(obj.dtype)  # raises a clear error for non-numeric data
     a = layout.to_matrix(obj)
     w = layout.weights_vector(weights)
+    if standardize:  # each feature over its standard deviation: folded into the weights
+        w = statistics.standardized_weights(
+            a, w, missing=missing, negative_missing=negative_missing
+        )
+        units = statistics.standardized_units(units, obj)
     m, n = a.shape
     if method == "auto":
         method = choose_method(m, n, k)
@@ -320,6 +372,8 @@ def _run(
         seed=seed,
         dtype=dtype,
         krylov=krylov,
+        tol=tol,
+        max_passes=max_passes,
     )
     show = Progress() if progress and _backend.is_dask(a) else None
     if method == "exact":
@@ -330,7 +384,9 @@ def _run(
                 f"{', '.join(given)} only {verb} to the compressed SVD, but the exact SVD "
                 f"was chosen. Drop {pron} or pass `method='compressed'`."
             )
-        d = exact_svd(
+        d = _hinted(
+            layout,
+            exact_svd,
             a,
             k,
             center=center,
@@ -342,20 +398,58 @@ def _run(
             progress=show,
         )
     else:
-        d = randomized_svd(
+        d = _hinted(
+            layout,
+            randomized_svd,
             a,
             k,
             center=center,
             weights=w,
-            n_power_iter=DEFAULT_N_POWER_ITER if n_power_iter is None else n_power_iter,
+            n_power_iter=n_power_iter,
             n_oversamples=DEFAULT_N_OVERSAMPLES if n_oversamples is None else n_oversamples,
+            tol=tol,
+            max_passes=max_passes,
             seed=seed,
             dtype=dtype,
             missing=missing,
             negative_missing=negative_missing,
-            krylov=bool(krylov),
+            krylov=DEFAULT_KRYLOV if krylov is None else bool(krylov),
             locate=layout.feature_locator(),
             compute=compute,
             progress=show,
         )
+    if standardize:
+        d = replace(d, settings={**d.settings, "standardize": True})
     return SVDResult(d, layout, center=center, weights=w, units=units)
+
+
+def _check_flags(*, none_too: bool = False, **flags) -> None:
+    """Refuse options that must be True or False (or None) but are not, e.g. ``center="yes"``."""
+    allowed = "True, False or None" if none_too else "True or False"
+    for name, value in flags.items():
+        if value is None and none_too:
+            continue
+        if isinstance(value, bool | np.bool_):
+            continue
+        extra = ""
+        if isinstance(value, str):
+            extra = " A string is not read as a yes or no (even 'no' or 'False' is truthy)."
+        raise TypeError(f"{name} must be {allowed}, got {value!r} ({type(value).__name__}).{extra}")
+
+
+def _hinted(layout: Layout, solver, a, *args, **kwargs):
+    """``solver(a, ...)``, with advice added to a NaN error when the dims look swapped.
+
+    Only where the error is raised here (eager results); a lazy result's
+    error at compute time has no such advice.
+    """
+    try:
+        return solver(a, *args, **kwargs)
+    except MissingValueError as err:
+        hint = layout.nan_hint(a)
+        if hint is None:
+            raise
+        message = str(err)
+        head, sep, rest = message.partition(" Features that are NaN at every sample")
+        message = f"{head} {hint}{sep}{rest}" if sep else f"{message} {hint}"
+        raise MissingValueError(message).with_traceback(err.__traceback__) from None

@@ -13,7 +13,8 @@
   place, so a failure leaves nothing behind and ``path`` is never missing;
   what an interrupted save left is cleaned up by the next one. Every chunk
   carries a CRC-32C checksum. :func:`read_store` opens one, with errors that
-  name it (a checksum that does not match is one). What a result's Dataset
+  name it (a checksum that does not match is one); :func:`read_netcdf` reads
+  a netCDF file, and :func:`read_result_dataset` either. What a result's Dataset
   holds is :class:`xsvd.SVDResult`'s business (``to_dataset`` /
   ``from_dataset``).
 
@@ -48,6 +49,8 @@ __all__ = [
     "plan_chunks",
     "write_store",
     "read_store",
+    "read_netcdf",
+    "read_result_dataset",
 ]
 
 #: Dask chunks are made about this large by merging storage chunks.
@@ -621,7 +624,16 @@ def _checksummed(ds: xr.Dataset) -> xr.Dataset:
     from zarr.codecs import Crc32cCodec, ZstdCodec
 
     ds = ds.copy()
-    for var in ds.variables.values():
+    for name, var in list(ds.variables.items()):
+        if var.dtype.kind == "U":  # no fixed-width strings in the Zarr 3 specification: zarr warns
+            fixed = var
+            var = fixed.astype(object)
+            var.encoding = dict(fixed.encoding)
+            if name in ds.indexes:
+                ds = ds.assign_coords({name: var.to_index_variable()})
+            else:
+                ds[name] = var
+            var = ds.variables[name]
         encoding = {
             k: v
             for k, v in var.encoding.items()
@@ -714,4 +726,77 @@ def read_store(path: str | os.PathLike, *, storage_options: dict | None = None) 
                 f"{type(exc).__name__}: {exc}. The store is corrupt (a checksum does not match "
                 "or a chunk cannot be decoded) or not readable; save the result again."
             ) from exc
+    return _fixed_width_strings(ds)
+
+
+def _fixed_width_strings(ds: xr.Dataset) -> xr.Dataset:
+    """Variable-length strings read from a store (NumPy's ``StringDType``) as ``<U`` arrays.
+
+    :func:`write_store` writes text as variable-length strings; this gives
+    them back as the fixed-width NumPy strings xarray makes of text.
+    """
+    texts = [name for name, var in ds.variables.items() if var.dtype.kind == "T"]
+    for name in texts:
+        var = ds.variables[name]
+        text = np.asarray(var.values).astype(object).astype(str)
+        fixed = xr.Variable(var.dims, text, var.attrs, var.encoding)
+        if name in ds.indexes:
+            ds = ds.assign_coords({name: fixed.to_index_variable()})
+        elif name in ds.coords:
+            ds = ds.assign_coords({name: fixed})
+        else:
+            ds[name] = fixed
     return ds
+
+
+#: The first bytes of netCDF files: classic, 64-bit offset and CDF-5; netCDF-4 (HDF5).
+_NETCDF_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
+
+
+def is_netcdf(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a local netCDF file (netCDF-3 or netCDF-4), by its first bytes."""
+    text = os.fspath(path)
+    if "://" in text or not os.path.isfile(text):
+        return False
+    try:
+        with open(text, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return False
+    return head.startswith(_NETCDF_MAGIC)
+
+
+def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
+    """Read a local netCDF file into memory as a Dataset, or raise :class:`StoreReadError`.
+
+    xarray picks the engine: scipy reads netCDF-3, netCDF4 or h5netcdf
+    (whichever is installed) netCDF-4. The file is closed when this returns.
+    """
+    text = os.fspath(path)
+    try:
+        with xr.open_dataset(text) as ds:
+            return ds.load()
+    except Exception as exc:
+        hint = ""
+        with open(text, "rb") as f:
+            if f.read(4) == b"\x89HDF":
+                hint = " Reading netCDF-4 files needs h5netcdf or netCDF4: pip install h5netcdf."
+        raise StoreReadError(
+            f"Could not read the netCDF file {text!r}: {type(exc).__name__}: {exc}.{hint}"
+        ) from exc
+
+
+def read_result_dataset(
+    path: str | os.PathLike, *, storage_options: dict | None = None
+) -> xr.Dataset:
+    """The Dataset at ``path``, in memory: a netCDF file, or else a Zarr store (local or URL)."""
+    if is_netcdf(path):
+        return read_netcdf(path)
+    text = os.fspath(path)
+    if "://" not in text and os.path.isfile(text):
+        raise StoreReadError(
+            f"{text!r} is a file but not a netCDF file (netCDF-3 or netCDF-4) and a Zarr store "
+            "is a folder; give a result saved with `res.to_zarr(path)` or "
+            "`res.to_dataset().to_netcdf(path)`."
+        )
+    return read_store(path, storage_options=storage_options)

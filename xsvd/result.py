@@ -13,10 +13,21 @@ attributes
 
 - ``xsvd_format``, ``xsvd_method``;
 - ``xsvd_name``, ``xsvd_dims``, ``xsvd_sample_dims``, ``xsvd_input_attrs``:
-  the layout, JSON text;
+  the layout, JSON text; where they apply also ``xsvd_cftime`` (the calendar
+  of each coordinate of cftime dates, which a store of the standard calendar
+  would give back as datetime64), ``xsvd_squeezed`` and ``xsvd_input_dims``
+  (size-1 feature dimensions that were squeezed, and the input's order of
+  dimensions);
 - ``xsvd_data_units``: the units of pint-quantified input;
 - ``xsvd_<setting>`` for each solver setting (``xsvd_seed``, ...): numbers and
-  text as they are, booleans as 0/1; settings that are None are left out.
+  text as they are, booleans as 0/1 (named in ``xsvd_booleans``, JSON text),
+  anything else (an integer beyond 32 bits, a list) as JSON text (named in
+  ``xsvd_json``); settings that are None are left out.
+
+and the error estimates as ``error_S``, ``error_angle``, ``error_residual``.
+
+Every attribute is a number or text, so the Dataset can be written to netCDF
+(netCDF-3 included) as well as to Zarr, and :func:`open_result` reads both.
 
 Results saved by earlier versions (``xsvd_format = 1``, the settings as one
 JSON attribute) still open.
@@ -31,8 +42,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from . import _backend, _units, io
-from ._layout import COMPONENT, Layout
+from . import _backend, _units, io, statistics
+from ._layout import COMPONENT, Layout, _jsonable
 from .linalg import Decomposition
 
 __all__ = ["SVDResult", "open_result"]
@@ -41,8 +52,16 @@ __all__ = ["SVDResult", "open_result"]
 FORMAT = 2
 #: Settings that are booleans (saved as 0/1).
 _BOOLEAN_SETTINGS = frozenset({"krylov", "center", "weighted"})
+#: The columns of ``Decomposition.errors``, as ``errors`` names them (saved as ``error_*``).
+_ERROR_COLUMNS = ("S", "angle", "residual")
 #: Attributes of the saved form that are not settings.
 _LAYOUT_ATTRS = ("name", "dims", "sample_dims", "input_attrs")
+#: ... and those of them that only some results have.
+_OPTIONAL_LAYOUT_ATTRS = ("cftime", "squeezed", "input_dims")
+#: Attributes that say how settings were written: the booleans, the JSON texts.
+_KIND_ATTRS = ("booleans", "json")
+#: Integers that netCDF-3 holds (32 bits); larger ones are saved as JSON text.
+_INT32 = (-(2**31), 2**31 - 1)
 
 
 class SVDResult:
@@ -95,7 +114,7 @@ class SVDResult:
             d.U, "U", {"long_name": f"left singular vectors (sample scores) of {name}"}
         )
         s_attrs = {"long_name": f"singular values of {name}"}
-        if "units" in layout.attrs:
+        if "units" in layout.attrs and not d.settings.get("standardize"):
             s_attrs["units"] = layout.attrs["units"]
         self._S = xr.DataArray(  # plain numbers, for the dimensionless ratios
             d.S,
@@ -203,6 +222,119 @@ class SVDResult:
         out.attrs = {"long_name": "fraction of total variance explained", "units": "1"}
         return out
 
+    @property
+    def errors(self) -> xr.Dataset:
+        """Estimated errors of every component, labeled like ``S``.
+
+        Computed from the passes over the data already made (no extra read);
+        zero for the exact SVD. Variables:
+
+        - ``S``: the estimated absolute error of each singular value (in the
+          units of ``S``); ``S_relative``: the same over ``S``;
+        - ``angle``: a bound on the angle between the computed and the true
+          singular vectors, in radians (``pi / 2``: the vector is not
+          determined, e.g. among singular values too close to tell apart);
+        - ``residual``: ``||B^T u - s v|| / s``, how far the triplet is from
+          satisfying the SVD's equations, relative.
+
+        The estimates come from the residuals of a Rayleigh-Ritz step (as in
+        ARPACK and PRIMME); see the algorithm page of the documentation.
+        ``compressed(..., tol=)`` reads the data until ``S_relative`` and
+        ``residual`` are below ``tol`` for every component.
+        """
+        e = self._d.errors
+        k = self._S.sizes[COMPONENT]
+        if e is None:  # saved by an earlier version: not known
+            e = np.full((k, 3), np.nan)
+        dims, coords = (COMPONENT,), self._S.coords
+        with np.errstate(divide="ignore", invalid="ignore"):
+            relative = e[:, 0] / self._S.data
+        s_err = xr.DataArray(e[:, 0], dims=dims, coords=coords, attrs=dict(self._S.attrs))
+        s_err.attrs["long_name"] = "estimated error of the singular values"
+        data = {
+            "S": _units.quantify(s_err, self._unit("singular")),
+            "S_relative": (dims, relative, {"long_name": "estimated relative error of S"}),
+            "angle": (
+                dims,
+                e[:, 1],
+                {"long_name": "bound on the angle of the singular vectors", "units": "radian"},
+            ),
+            "residual": (dims, e[:, 2], {"long_name": "relative residual ||B^T u - s v|| / s"}),
+        }
+        return xr.Dataset(data, coords=coords)
+
+    # ---------------------------------------------------------- statistics
+    # The statistics EOF papers report, and rotation: thin forwards to
+    # xsvd.statistics and xsvd.rotation (their docstrings have the details).
+    def eigenvalues(self, *, ddof: int = 1) -> xr.DataArray:
+        """The variance of each component, ``S**2 / (n_samples - ddof)``.
+
+        eofs' ``eigenvalues()`` and xeofs' ``explained_variance()`` (both
+        ``ddof=1``); see :func:`xsvd.statistics.eigenvalues`.
+        """
+        return statistics.eigenvalues(self, ddof=ddof)
+
+    def pcs(self, *, scaling: str | int = "singular", ddof: int = 1) -> xr.DataArray:
+        """The PCs: ``"singular"`` (0) ``U * S``, ``"unit"`` (1) unit variance,
+        ``"sqrt_eigenvalue"`` (2); eofs' ``pcs(pcscaling=)``.
+
+        See :func:`xsvd.statistics.pcs`.
+        """
+        return statistics.pcs(self, scaling=scaling, ddof=ddof)
+
+    def eofs(
+        self, *, scaling: str | int = "none", ddof: int = 1, unweighted: bool = False
+    ) -> xr.DataArray:
+        """The EOFs: ``"none"`` (0) ``V``, ``"inverse_sqrt_eigenvalue"`` (1),
+        ``"sqrt_eigenvalue"`` (2); eofs' ``eofs(eofscaling=)``.
+
+        ``unweighted=True`` divides the weights out. See
+        :func:`xsvd.statistics.eofs`.
+        """
+        return statistics.eofs(self, scaling=scaling, ddof=ddof, unweighted=unweighted)
+
+    def north_errors(self, *, ddof: int = 1, ratio: bool = False) -> xr.DataArray:
+        """North et al. (1982) typical errors of the eigenvalues, ``lambda * sqrt(2 / n)``.
+
+        eofs' ``northTest()``; ``ratio=True`` for those of
+        ``explained_variance_ratio``. See :func:`xsvd.statistics.north_errors`.
+        """
+        return statistics.north_errors(self, ddof=ddof, ratio=ratio)
+
+    def correlation_maps(self, data: xr.DataArray) -> xr.DataArray:
+        """Correlation of each PC with ``data`` at every feature (eofs' ``eofsAsCorrelation``).
+
+        ``data``: the decomposed field or another one with the same samples,
+        matched by label. See :func:`xsvd.statistics.correlation_maps`.
+        """
+        return statistics.correlation_maps(self, data)
+
+    def covariance_maps(self, data: xr.DataArray, *, ddof: int = 1) -> xr.DataArray:
+        """Covariance of each unit-variance PC with ``data`` (eofs' ``eofsAsCovariance``).
+
+        In the data's units per standard deviation of the PC. See
+        :func:`xsvd.statistics.covariance_maps`.
+        """
+        return statistics.covariance_maps(self, data, ddof=ddof)
+
+    def rotate(
+        self,
+        n: int,
+        *,
+        method: str = "varimax",
+        power: float | None = None,
+        max_iter: int = 1000,
+        rtol: float = 1e-8,
+    ):
+        """Varimax or promax rotation of the ``n`` leading components.
+
+        Returns a :class:`~xsvd.rotation.RotatedResult`; see
+        :func:`xsvd.rotation.rotate`.
+        """
+        from . import rotation
+
+        return rotation.rotate(self, n, method=method, power=power, max_iter=max_iter, rtol=rtol)
+
     # ------------------------------------------------------------ rebuild
     def reconstruct(self, k: int | None = None) -> xr.DataArray:
         """The rank-k approximation, labeled like the input.
@@ -235,7 +367,7 @@ class SVDResult:
         attrs = {k: v for k, v in self._layout.attrs.items() if k != "units"}
         return _units.quantify(self._layout.label_full(X, attrs), units)
 
-    def project(self, other: xr.DataArray) -> xr.DataArray:
+    def project(self, other: xr.DataArray, *, missing: str | None = None) -> xr.DataArray:
         """Component scores of new data with the same features.
 
         Scores are on the scale of ``U``: ``((other - mean) * weights) @ V.T / S``,
@@ -247,25 +379,50 @@ class SVDResult:
             Data with the decomposed data's feature dimensions (same sizes and
             coordinates) and any sample dimensions. Quantified when the
             decomposed data were; converted to their units.
+        missing : {None, "mean"}
+            None (default): values NaN at features that were NaN at every
+            sample of the decomposed data are ignored; other NaN are not
+            expected. ``"mean"``: missing values (NaN, and negative codes in
+            integer data, as for the decompositions' ``missing="mean"``) stand
+            for the decomposed data's mean of their feature, so they add
+            nothing to the scores (as in the sums of PLINK 2's ``--score``
+            with ``no-mean-imputation`` and the reference allele
+            frequencies). Needs a centered result.
 
         Returns
         -------
         xarray.DataArray
             Dims ``(*sample_dims_of_other, "component")``.
         """
+        if missing not in (None, "mean"):
+            raise ValueError(
+                f"missing must be None or 'mean', got {missing!r}. Use `missing='mean'` to "
+                "let missing values stand for the decomposed data's mean of their feature."
+            )
+        d = self._d
+        if missing == "mean" and d.mean is None:
+            raise ValueError(
+                "project(missing='mean') fills missing values with the decomposed data's "
+                "feature means, which only a centered result has. Decompose with "
+                "`center=True`, or fill the new data first (e.g. `new.fillna(value)`)."
+            )
         L = self._layout
         other = _units.magnitude_in(other, self._units)
         X, sample_dims, shape, coords = L.samples_matrix(other)
-        d = self._d
         V = d.V
         if d.nan_features is not None:
             mask = d.nan_features
             V = _backend.where(mask[:, None], 0, V)
-            X = _backend.map_blocks(_zero_masked, X, mask[None, :], dtype=X.dtype)
+            if missing is None:
+                X = _backend.map_blocks(_zero_masked, X, mask[None, :], dtype=X.dtype)
         dtype = np.float32 if X.dtype == np.float32 else np.float64
+        if missing == "mean" and np.dtype(X.dtype).kind in "iu":
+            X = _backend.map_blocks(_negative_as_nan, X, dtype=dtype)  # genotype codes
         X = X.astype(dtype)
         if d.mean is not None:
             X = X - d.mean
+        if missing == "mean":
+            X = _backend.map_blocks(_nan_as_zero, X, dtype=dtype)
         if self._weights is not None:
             X = X * _backend.on_backend_of(self._weights, X)
         scores = X @ V
@@ -304,15 +461,33 @@ class SVDResult:
             data["weights"] = L.label_feature_vector(self._weights, "weights")
         if d.nan_features is not None:
             data["nan_features"] = L.label_feature_vector(d.nan_features, "nan_features")
+        if d.errors is not None:
+            errors = self.errors
+            for name in _ERROR_COLUMNS:
+                data[f"error_{name}"] = _units.dequantify(errors[name]).rename(f"error_{name}")
         ds = xr.Dataset(data)
         attrs: dict[str, Any] = {"xsvd_format": FORMAT, "xsvd_method": self.method}
         attrs.update({f"xsvd_{k}": json.dumps(v) for k, v in L.description().items()})
         data_units = self._unit("data")
         if data_units is not None:
             attrs["xsvd_data_units"] = str(data_units)
+        kinds: dict[str, list[str]] = {"booleans": [], "json": []}
         for key, value in self.settings.items():
-            if value is not None:
-                attrs[f"xsvd_{key}"] = int(value) if key in _BOOLEAN_SETTINGS else _plain(value)
+            value = _plain(value)
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                kinds["booleans"].append(key)
+                value = int(value)
+            elif isinstance(value, str | float) or (
+                isinstance(value, int) and _INT32[0] <= value <= _INT32[1]
+            ):
+                pass
+            else:
+                kinds["json"].append(key)
+                value = json.dumps(value if isinstance(value, int) else _jsonable(value))
+            attrs[f"xsvd_{key}"] = value
+        attrs.update({f"xsvd_{k}": json.dumps(v) for k, v in kinds.items() if v})
         ds.attrs = attrs
         return ds
 
@@ -341,6 +516,9 @@ class SVDResult:
             if nan_features is not None:  # the solver's mean is 0 there, NaN only in the label
                 mean = np.where(nan_features, 0.0, mean)
         weights = layout.feature_vector_values(ds["weights"]) if "weights" in ds else None
+        errors = None
+        if all(f"error_{name}" in ds for name in _ERROR_COLUMNS):
+            errors = np.stack([ds[f"error_{name}"].values for name in _ERROR_COLUMNS], axis=1)
         d = Decomposition(
             layout.samples_values(ds["U"]),
             ds["S"].values,
@@ -350,17 +528,22 @@ class SVDResult:
             nan_features,
             ds.attrs["xsvd_method"],
             {k: v for k, v in settings.items() if k not in ("center", "weighted")},
+            errors,
         )
         return cls(d, layout, center=center, weights=weights)
 
 
 def open_result(path: str | os.PathLike, *, storage_options: dict | None = None) -> SVDResult:
-    """Reopen a result saved with :meth:`SVDResult.to_zarr`.
+    """Reopen a result saved with :meth:`SVDResult.to_zarr` or as netCDF.
 
     Parameters
     ----------
     path : str or path
-        The result's Zarr store: a local path or a URL that fsspec can read.
+        The result's Zarr store (a local path or a URL that fsspec can
+        read), or a local netCDF file written by
+        ``res.to_dataset().to_netcdf(path)`` (netCDF-3 through scipy;
+        netCDF-4 needs h5netcdf or netCDF4). Dates of cftime calendars come
+        back as cftime dates of the same calendar, the standard one too.
     storage_options : dict, optional
         Passed to fsspec for URLs.
 
@@ -375,9 +558,9 @@ def open_result(path: str | os.PathLike, *, storage_options: dict | None = None)
     Raises
     ------
     StoreReadError
-        When the store cannot be opened.
+        When the store or file cannot be opened.
     ValueError
-        When the store was not written by :meth:`SVDResult.to_zarr`.
+        When it does not hold a result written by xsvd.
 
     Examples
     --------
@@ -390,18 +573,22 @@ def open_result(path: str | os.PathLike, *, storage_options: dict | None = None)
     >>> back.method, back.V.dims
     ('exact', ('component', 'lat', 'lon'))
     """
-    ds = io.read_store(path, storage_options=storage_options)
+    ds = io.read_result_dataset(path, storage_options=storage_options)
     try:
         return SVDResult.from_dataset(ds)
     except ValueError as exc:
         raise ValueError(
-            f"{os.fspath(path)!r} is not a result written by xsvd's `to_zarr`."
+            f"{os.fspath(path)!r} is not a result written by xsvd (`res.to_zarr(path)` or "
+            "`res.to_dataset().to_netcdf(path)`)."
         ) from exc
 
 
 def _read_attrs(attrs: dict):
     """``(layout description, settings, center, data units)`` from a saved result's attributes."""
     desc = {k: json.loads(attrs[f"xsvd_{k}"]) for k in _LAYOUT_ATTRS}
+    desc.update(
+        {k: json.loads(attrs[f"xsvd_{k}"]) for k in _OPTIONAL_LAYOUT_ATTRS if f"xsvd_{k}" in attrs}
+    )
     units = attrs.get("xsvd_data_units")
     if int(attrs["xsvd_format"]) == 1:  # settings as one JSON attribute
         settings = json.loads(attrs["xsvd_settings"])
@@ -409,12 +596,19 @@ def _read_attrs(attrs: dict):
             cut = settings.pop("layout")
             settings["stripes"] = {"rows": "samples", "cols": "features"}.get(cut, cut)
         return desc, settings, bool(attrs["xsvd_center"]), units
-    skip = {"xsvd_format", "xsvd_method", "xsvd_data_units", *(f"xsvd_{k}" for k in _LAYOUT_ATTRS)}
+    layout = (*_LAYOUT_ATTRS, *_OPTIONAL_LAYOUT_ATTRS, *_KIND_ATTRS)
+    skip = {"xsvd_format", "xsvd_method", "xsvd_data_units", *(f"xsvd_{k}" for k in layout)}
+    booleans = set(json.loads(attrs.get("xsvd_booleans", "[]"))) | _BOOLEAN_SETTINGS
+    texts = set(json.loads(attrs.get("xsvd_json", "[]")))
     settings = {}
     for name, value in attrs.items():
         if name.startswith("xsvd_") and name not in skip:
             key = name[len("xsvd_") :]
-            settings[key] = bool(value) if key in _BOOLEAN_SETTINGS else _plain(value)
+            if key in booleans:
+                value = bool(value)
+            elif key in texts:
+                value = json.loads(value)
+            settings[key] = _plain(value)
     return desc, settings, bool(settings.get("center", False)), units
 
 
@@ -438,3 +632,15 @@ def _zero_masked(X, mask):
 def _safe(S):
     """``S`` with zeros replaced by 1, to divide by (zero components give zero scores)."""
     return S + (S == 0)
+
+
+def _negative_as_nan(X):
+    """Integer genotype codes as floats, negative codes (missing calls) as NaN."""
+    xp = _backend.namespace(X)
+    return xp.where(X < 0, np.nan, X.astype(np.float64))
+
+
+def _nan_as_zero(X):
+    """Centered values with the missing ones (NaN) at zero: the mean they stand for."""
+    xp = _backend.namespace(X)
+    return xp.where(xp.isnan(X), X.dtype.type(0), X)
