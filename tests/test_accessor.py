@@ -361,3 +361,10 @@ def test_zero_weight_features_reconstruct_as_nan(field3d, method):
         xr.testing.assert_allclose(
             rec.isel(lat=slice(1, None)), field3d.isel(lat=slice(1, None)), rtol=1e-9
         )
+
+
+def test_project_dask_data_chunked_along_features_with_land():
+    sst = datasets.climate_field(n_time=60, n_lat=12, n_lon=24, seed=1)
+    res = sst.svd.exact(dim="time", k=3)
+    scores = res.project(sst.chunk({"time": 20, "lon": 8}))
+    np.testing.assert_allclose(scores.values, res.U.values, atol=1e-12)

@@ -148,6 +148,16 @@ def on_backend_of(vector, like):
     return namespace(like).asarray(vector)
 
 
+def row_like(row, x):
+    """A ``(1, n)`` row to pass to :func:`map_blocks` with ``x``: chunked like ``x``'s columns
+    when ``x`` is Dask, so that each block gets its own part of the row."""
+    if is_dask(x):
+        import dask.array as da
+
+        return da.from_array(row, chunks=(1, x.chunks[1]))
+    return row
+
+
 def map_blocks(fn: Callable, x, *args, dtype, meta=None):
     """``fn(x, *args)``, block by block for a Dask ``x`` (lazily), at once otherwise."""
     if is_dask(x):

@@ -414,7 +414,8 @@ class SVDResult:
             mask = d.nan_features
             V = _backend.where(mask[:, None], 0, V)
             if missing is None:
-                X = _backend.map_blocks(_zero_masked, X, mask[None, :], dtype=X.dtype)
+                row = _backend.row_like(mask[None, :], X)
+                X = _backend.map_blocks(_zero_masked, X, row, dtype=X.dtype)
         dtype = np.float32 if X.dtype == np.float32 else np.float64
         if missing == "mean" and np.dtype(X.dtype).kind in "iu":
             X = _backend.map_blocks(_negative_as_nan, X, dtype=dtype)  # genotype codes
