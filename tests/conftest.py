@@ -11,6 +11,7 @@ skip with a reason instead of failing (``test_optional_dependencies.py``).
 
 from __future__ import annotations
 
+import doctest
 import os
 import sys
 import threading
@@ -175,3 +176,17 @@ class CountingArray:
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+class DocRunner(doctest.DocTestRunner):
+    """Records ImportErrors (a missing optional package) instead of reporting them."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.missing: list[str] = []
+
+    def report_unexpected_exception(self, out, test, example, exc_info):
+        if issubclass(exc_info[0], ImportError):
+            self.missing.append(str(exc_info[1]))
+            return
+        super().report_unexpected_exception(out, test, example, exc_info)

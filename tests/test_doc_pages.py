@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import DocRunner as _Runner
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 _BLOCK = re.compile(r"^```pycon\n(.*?)^```", flags=re.S | re.M)
@@ -32,20 +33,6 @@ def _sessions(text: str) -> str:
 
 
 PAGES = [p for p in sorted(DOCS.glob("*.md")) if _BLOCK.search(p.read_text(encoding="utf-8"))]
-
-
-class _Runner(doctest.DocTestRunner):
-    """Records ImportErrors (a missing optional package) instead of reporting them."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.missing: list[str] = []
-
-    def report_unexpected_exception(self, out, test, example, exc_info):
-        if issubclass(exc_info[0], ImportError):
-            self.missing.append(str(exc_info[1]))
-            return
-        super().report_unexpected_exception(out, test, example, exc_info)
 
 
 def test_getting_started_is_a_session():

@@ -12,24 +12,11 @@ import io
 import pkgutil
 
 import pytest
+from conftest import DocRunner as _Runner
 
 import xsvd
 
 MODULES = sorted(m.name for m in pkgutil.walk_packages(xsvd.__path__, "xsvd."))
-
-
-class _Runner(doctest.DocTestRunner):
-    """Records ImportErrors (a missing optional package) instead of reporting them."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.missing: list[str] = []
-
-    def report_unexpected_exception(self, out, test, example, exc_info):
-        if issubclass(exc_info[0], ImportError):
-            self.missing.append(str(exc_info[1]))
-            return
-        super().report_unexpected_exception(out, test, example, exc_info)
 
 
 def test_every_module_is_checked():
