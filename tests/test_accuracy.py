@@ -78,12 +78,16 @@ def test_estimates_bound_the_error_and_are_close_to_it(spectrum, n_power_iter):
     assert rs <= 10 and ra <= 10, (rs, ra)
 
 
-@pytest.mark.parametrize("n_power_iter", [2, 4])
+@pytest.mark.parametrize("n_power_iter", [2, 4, None])
 def test_estimates_on_a_marchenko_pastur_bulk(n_power_iter):
     cases = [_marchenko_pastur_case(seed) for seed in range(8)]
     vs, rs, va, ra = _validity(cases, 10, n_power_iter=n_power_iter)
     assert vs >= 0.99 and va >= 0.99, (vs, va)
-    assert rs <= 10 and ra <= 10, (rs, ra)
+    assert rs <= 10, rs
+    if n_power_iter is not None:
+        # at the default 8 passes the bulk's vectors converge further than their
+        # first-order (Davis-Kahan) bounds tell: the angles are ~35x conservative there
+        assert ra <= 10, ra
 
 
 def test_estimates_of_subspace_iteration_are_safe():
