@@ -252,9 +252,9 @@ class Layout:
             have = weights.indexes[d]
             if have.equals(wanted):
                 continue
-            lacking = wanted.difference(have)
-            if len(lacking) or not have.is_unique:
-                shown = ", ".join(_fmt(v) for v in lacking[:3]) if len(lacking) else "duplicates"
+            gap = label_gap(wanted, have)
+            if gap is not None:
+                lacking, shown = gap
                 raise ValueError(
                     f"The weights' coordinate {d!r} does not match the data's: the weights "
                     f"have no value for {len(lacking)} of the data's {len(wanted)} {d!r} labels "
@@ -564,6 +564,15 @@ def _as_cftime(var: xr.Variable, calendar: str) -> xr.Variable:
     )
     values = np.asarray(dates, dtype=object).reshape(var.shape)
     return xr.Variable(var.dims, values, dict(var.attrs))
+
+
+def label_gap(wanted, have) -> tuple[Any, str] | None:
+    """Whether the index ``have`` covers every label of ``wanted`` once: ``None`` if it does,
+    else the labels it lacks and up to three of them as text (or "duplicates") for an error."""
+    lacking = wanted.difference(have)
+    if not len(lacking) and have.is_unique:
+        return None
+    return lacking, ", ".join(_fmt(v) for v in lacking[:3]) if len(lacking) else "duplicates"
 
 
 def _fmt(value: Any) -> str:

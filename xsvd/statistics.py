@@ -36,7 +36,7 @@ import numpy as np
 import xarray as xr
 
 from . import _backend, _units
-from ._layout import COMPONENT
+from ._layout import COMPONENT, label_gap
 from ._missing import missing_rule
 
 __all__ = [
@@ -383,9 +383,9 @@ def _aligned_field(res, data) -> tuple[xr.DataArray, Any, str]:
             )
         if d in U.indexes and d in plain.indexes and not plain.indexes[d].equals(U.indexes[d]):
             want, have = U.indexes[d], plain.indexes[d]
-            lacking = want.difference(have)
-            if len(lacking) or not have.is_unique:
-                shown = ", ".join(str(v) for v in lacking[:3]) if len(lacking) else "duplicates"
+            gap = label_gap(want, have)
+            if gap is not None:
+                lacking, shown = gap
                 raise ValueError(
                     f"The data's {d!r} labels do not cover the decomposition's: "
                     f"{len(lacking)} of its {len(want)} labels are missing (e.g. {shown}). "
