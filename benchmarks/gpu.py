@@ -56,7 +56,7 @@ def _random_uint8(cp, rows: int, cols: int, seed: int):
 
 def _random_packed(cp, rows: int, cols: int, seed: int):
     """Packed bytes whose four codes are each 00, 10 or 11 (values 2, 1, 0; none missing)."""
-    from xsvd._packed import PackedGenotypes
+    from xsvd.core.packed import PackedGenotypes
 
     rng = cp.random.default_rng(seed)
     codes = cp.asarray(np.array([0, 2, 3], dtype=np.uint8))

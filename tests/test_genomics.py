@@ -13,7 +13,7 @@ import xarray as xr
 from conftest import raise_if_dask_computes
 
 import xsvd
-from xsvd._packed import PackedGenotypes, pack
+from xsvd.core.packed import PackedGenotypes, pack
 from xsvd.linalg import exact_svd, randomized_svd
 
 

@@ -15,8 +15,8 @@ import pytest
 import xarray as xr
 
 import xsvd
-from xsvd import _backend
-from xsvd._packed import PackedGenotypes
+from xsvd.core import backend as _backend
+from xsvd.core.packed import PackedGenotypes
 
 
 def _gpu_available() -> bool:

@@ -324,7 +324,7 @@ def test_chunk_size_warnings():
 
 @pytest.mark.parametrize("shape", [(3000, 200), (200, 3000)])
 def test_large_numpy_input_runs_as_threaded_views_with_the_same_result(shape):
-    from xsvd.linalg._plan import plan
+    from xsvd.core.randomized.plan import plan
 
     rng = np.random.default_rng(3)
     a = matrix_with_spectrum(np.r_[9.0, 6, 4, 2, np.full(40, 0.1)], *shape, seed=8)

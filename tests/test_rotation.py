@@ -114,7 +114,7 @@ def test_rotation_invariants(field, chunked, method):
 def test_rotation_of_a_lazy_result_keeps_the_scores_lazy(field):
     lazy = field.chunk({"time": 20}).svd(k=5, dim="time", center=True, compute=False)
     rot = lazy.rotate(3)
-    assert xsvd._backend.is_dask(rot.U.data)
+    assert xsvd.core.backend.is_dask(rot.U.data)
     eager = field.svd(k=5, dim="time", center=True).rotate(3)
     xr.testing.assert_allclose(rot.U.compute(), eager.U)
     xr.testing.assert_allclose(rot.V, eager.V)

@@ -198,7 +198,7 @@ def test_maps_are_lazy_for_dask(synth):
             lazy.eigenvalues(),
             lazy.north_errors(),
         ]
-    assert all(xsvd._backend.is_dask(m.data) for m in maps)
+    assert all(xsvd.core.backend.is_dask(m.data) for m in maps)
     done = lazy.compute()
     xr.testing.assert_allclose(maps[0].compute(), done.correlation_maps(sst))
     xr.testing.assert_allclose(maps[1].compute(), done.covariance_maps(sst))

@@ -11,10 +11,10 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from . import datasets
-from ._options import get_options, set_options
-from ._packed import PackedGenotypes
+from .options import get_options, set_options
+from .core.packed import PackedGenotypes
 from .accessor import SVDAccessor, register
-from .api import choose_method, compressed, exact, svd
+from .labeled.api import choose_method, compressed, exact, svd
 from .genomics import (
     dosage,
     open_plink,
@@ -28,9 +28,9 @@ from .genomics import (
     write_plink_pca,
 )
 from .io import MissingChunksWarning, StoreReadError, open_zarr
-from .linalg import InfiniteValueError, MissingValueError
-from .result import SVDResult, open_result
-from .rotation import RotatedResult
+from .core import InfiniteValueError, MissingValueError
+from .labeled.result import SVDResult, open_result
+from .climate.rotation import RotatedResult
 
 try:
     __version__ = version("xsvd")

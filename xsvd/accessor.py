@@ -1,11 +1,11 @@
-"""``DataArray.svd``: thin methods that forward to :mod:`xsvd.api`."""
+"""``DataArray.svd``: thin methods that forward to :mod:`xsvd.labeled.api`."""
 
 from __future__ import annotations
 
 import xarray as xr
 
-from . import api
-from .result import SVDResult
+from .labeled import api
+from .labeled.result import SVDResult
 
 
 class SVDAccessor:

@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from . import _backend
-from ._missing import GENOTYPES
-from ._packed import PackedGenotypes, pack
+from .core import backend
+from .core.missing import GENOTYPES
+from .core.packed import PackedGenotypes, pack
 
 __all__ = [
     "open_plink",
@@ -252,7 +252,7 @@ def write_plink(gt: xr.DataArray, path, *, dim: Hashable = "samples") -> None:
     bed, bim, fam = _bed_paths(path)
     n_var, n_samp = gt.shape
     data = gt.data
-    if _backend.is_dask(data):
+    if backend.is_dask(data):
         bounds = np.cumsum([0, *data.chunks[0]])
     else:
         row = max(1, _BED_CHUNK_BYTES // max(n_samp, 1))
@@ -264,11 +264,11 @@ def write_plink(gt: xr.DataArray, path, *, dim: Hashable = "samples") -> None:
             f.write(_BED_MAGIC + bytes([_BED_VARIANT_MAJOR]))
             for a, b in zip(bounds[:-1], bounds[1:], strict=True):
                 block = data[a:b]
-                if _backend.is_dask(block):
+                if backend.is_dask(block):
                     block = block.compute()
-                if _backend.is_packed(block):
+                if backend.is_packed(block):
                     block = block.unpack()
-                f.write(_backend.to_numpy(pack(_backend.to_numpy(block)).data).tobytes())
+                f.write(backend.to_numpy(pack(backend.to_numpy(block)).data).tobytes())
         _write_table(bim, _bim_table(gt, vdim), written)
         _write_table(fam, _fam_table(gt, dim), written)
     except BaseException:
@@ -360,11 +360,11 @@ def pack_genotypes(gt: xr.DataArray, *, dim: Hashable = "samples") -> xr.DataArr
     other = next(d for d in order if d != dim)
     t = gt.transpose(other, dim)
     data = t.data
-    if _backend.is_dask(data):
-        xp = _backend.namespace(data)
+    if backend.is_dask(data):
+        xp = backend.namespace(data)
         meta = PackedGenotypes(xp.empty((0, 0), dtype=np.uint8), 0)
         packed = data.map_blocks(pack, dtype=np.float32, meta=meta)
-    elif _backend.is_packed(data):
+    elif backend.is_packed(data):
         packed = data
     else:
         packed = pack(data)
@@ -426,7 +426,7 @@ def dosage(ds: xr.Dataset, *, genotype: str = "call_genotype") -> xr.DataArray:
 
 
 def _dosage_block(g):
-    xp = _backend.namespace(g)
+    xp = backend.namespace(g)
     missing = GENOTYPES.mask(xp, g).any(axis=-1)  # an allele index < 0 is a missing call
     # count of non-reference alleles (0/2 at a multi-allelic site counts 1, as in sgkit)
     out = (g > 0).sum(axis=-1, dtype=np.int16).astype(np.float32)
@@ -514,7 +514,7 @@ def patterson_scaling(
 
 def _called_sums(a):
     """Per-row sum and count of the called (non-missing) values of a 2-D array."""
-    if _backend.is_dask(a):
+    if backend.is_dask(a):
         import dask
 
         parts = [[dask.delayed(_block_sums)(b) for b in row] for row in a.to_delayed()]
@@ -526,15 +526,15 @@ def _called_sums(a):
 
 
 def _block_sums(b):
-    if _backend.is_packed(b) and not b.transposed:
+    if backend.is_packed(b) and not b.transposed:
         s, _, c = b.called_stats()
-        return _backend.to_numpy(s), _backend.to_numpy(c)
-    xp = _backend.namespace(b)
-    x = b.astype(np.float64) if _backend.is_packed(b) else xp.asarray(b, dtype=np.float64)
+        return backend.to_numpy(s), backend.to_numpy(c)
+    xp = backend.namespace(b)
+    x = b.astype(np.float64) if backend.is_packed(b) else xp.asarray(b, dtype=np.float64)
     ok = ~GENOTYPES.mask(xp, x)
     return (
-        _backend.to_numpy(xp.where(ok, x, 0).sum(axis=1)),
-        _backend.to_numpy(ok.sum(axis=1)),
+        backend.to_numpy(xp.where(ok, x, 0).sum(axis=1)),
+        backend.to_numpy(ok.sum(axis=1)),
     )
 
 
@@ -659,7 +659,7 @@ def _population_eigenvalue(d, sigma2: float, gamma: float):
 
 def _spectrum(res):
     """``(k, n_samples, n_features, S**2 / ||B||**2)`` of a result, plain numbers."""
-    from .result import SVDResult
+    from .labeled.result import SVDResult
 
     if not isinstance(res, SVDResult):
         raise TypeError(f"Expected an xsvd.SVDResult, got {type(res).__name__}.")
@@ -763,7 +763,7 @@ def project_samples(
                 f"shrinkage must be True, False or {k} positive factors (one per component), "
                 f"got {shrinkage!r}."
             )
-    if _backend.is_packed(gt.data) and not _backend.is_dask(gt.data):
+    if backend.is_packed(gt.data) and not backend.is_dask(gt.data):
         gt = gt.copy(data=_as_dask(gt.data))  # projected a block of variants at a time
     scores = res.project(gt, missing="mean") / xr.DataArray(factors, dims=("component",))
     scores = scores.assign_coords(shrinkage=("component", factors))
@@ -1164,7 +1164,7 @@ def tracy_widom(
     [True, True, False, False]
     """
     from . import _tracy_widom
-    from .result import SVDResult
+    from .labeled.result import SVDResult
 
     if n_variants is not None and not (np.isscalar(n_variants) and n_variants > 1):
         raise ValueError(f"n_variants must be a number above 1, got {n_variants!r}.")

@@ -39,8 +39,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from . import _backend
-from ._options import OPTIONS
+from .core import backend
+from .options import OPTIONS
 
 __all__ = [
     "open_zarr",
@@ -207,7 +207,7 @@ def _decode_on_gpu(raw, encoding: dict, dtype):
     if np.dtype(dtype).kind == "f":
         x = x.astype(dtype, copy=False)
         if fill is not None and not (isinstance(fill, float) and np.isnan(fill)):
-            x = _backend.where(raw == fill, np.nan, x)
+            x = backend.where(raw == fill, np.nan, x)
     if scale is not None:
         x = x * scale
     if offset is not None:
@@ -315,7 +315,7 @@ def open_zarr(
     if _zarr_gpu_enabled():
         # zarr decompresses into GPU memory: read with zarr itself, so chunks are
         # CuPy arrays from the start (xarray's reader would turn them into NumPy)
-        cupy = _backend.require_cupy("Reading Zarr into GPU memory")
+        cupy = backend.require_cupy("Reading Zarr into GPU memory")
         gpu_array = array if array is not None else _zarr_array(store, storage_options, variable)
         meta = cupy.empty((0,) * var.ndim, dtype=var.dtype)
     reader = _ChunkReader(var.variable, name, variable, tuple(storage), gpu_array)

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from . import _backend, _units
-from ._layout import COMPONENT
+from .core import backend
+from .labeled import units as _units
+from .labeled.layout import COMPONENT
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -620,7 +621,7 @@ class ResultPlotter:
 # --------------------------------------------------------------------- helpers
 def _materialize(*arrays: xr.DataArray) -> tuple[xr.DataArray, ...]:
     """The arrays in memory as NumPy: lazy ones computed together, CuPy copied."""
-    arrays = _backend.compute(*arrays)
+    arrays = backend.compute(*arrays)
     return tuple(a.as_numpy() for a in arrays)
 
 
@@ -740,7 +741,7 @@ def _weights_of(res) -> xr.DataArray | None:
     raw = getattr(res, "_weights", None)
     if raw is None:
         return None
-    return res._layout.label_feature_vector(_backend.to_numpy(raw), "weights")
+    return res._layout.label_feature_vector(backend.to_numpy(raw), "weights")
 
 
 def _zero_line(ax) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from .. import _backend
+from .. import backend
 
 
 @dataclass
@@ -102,7 +102,7 @@ class Summable:
             if a is None:
                 parts[f.name] = None
             elif f.name in self.MAXED:
-                parts[f.name] = _backend.namespace(a).maximum(a, b)
+                parts[f.name] = backend.namespace(a).maximum(a, b)
             else:
                 parts[f.name] = a + b
         return replace(self, **parts)

@@ -9,7 +9,7 @@ The matrix being decomposed is always
 with ``A`` the (samples x features) data, ``mu`` the per-feature mean over the
 samples (only when centering) and ``w`` the per-feature weights (ones when
 none are given). What counts as missing, and what is done with it, is
-:mod:`xsvd._missing`'s business.
+:mod:`xsvd.core.missing`'s business.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend
-from .._missing import Locate, MissingValueError
+from . import backend
+from .missing import Locate, MissingValueError
 
 __all__ = [
     "Decomposition",
@@ -63,13 +63,13 @@ class Decomposition:
 
     def lazy_parts(self) -> dict:
         """The parts that are Dask arrays, by name."""
-        return {n: getattr(self, n) for n in self.ARRAYS if _backend.is_lazy(getattr(self, n))}
+        return {n: getattr(self, n) for n in self.ARRAYS if backend.is_lazy(getattr(self, n))}
 
     def computed(self, progress=None, **kwargs) -> Decomposition:
         """A copy with every lazy part computed, in one Dask computation.
 
         ``progress``: an object whose ``compute(obj)`` shows progress while
-        computing (``xsvd._progress.Progress``); other keywords go to
+        computing (``xsvd.core.progress.Progress``); other keywords go to
         ``dask.compute``.
         """
         lazy = self.lazy_parts()
@@ -78,7 +78,7 @@ class Decomposition:
         if progress is not None:
             return replace(self, **progress.compute(lazy))
         return replace(
-            self, **dict(zip(lazy, _backend.compute(*lazy.values(), **kwargs), strict=True))
+            self, **dict(zip(lazy, backend.compute(*lazy.values(), **kwargs), strict=True))
         )
 
     def persisted(self, **kwargs) -> Decomposition:
@@ -87,13 +87,13 @@ class Decomposition:
         if not lazy:
             return self
         return replace(
-            self, **dict(zip(lazy, _backend.persist(*lazy.values(), **kwargs), strict=True))
+            self, **dict(zip(lazy, backend.persist(*lazy.values(), **kwargs), strict=True))
         )
 
     def moved(self, device: str) -> Decomposition:
         """A copy on ``device`` ("cpu" or "gpu"); lazy parts stay lazy."""
         parts = {n: getattr(self, n) for n in self.ARRAYS if getattr(self, n) is not None}
-        return replace(self, **{n: _backend.move(x, device) for n, x in parts.items()})
+        return replace(self, **{n: backend.move(x, device) for n, x in parts.items()})
 
 
 def fix_signs(U, V):
@@ -152,4 +152,4 @@ def eps_tolerance(dtype) -> float:
 
 def nan_rows(V, mask):
     """NaN in the rows of ``V`` (features x k) that belong to all-NaN features."""
-    return _backend.where(mask[:, None], np.nan, V)
+    return backend.where(mask[:, None], np.nan, V)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _backend
-from .._missing import MissingRule
+from .. import backend
+from ..missing import MissingRule
 
 #: Fewest rows (or columns) of a sub-block, however wide the stripe.
 MIN_SUB_BLOCK_LINES = 64
@@ -41,7 +41,7 @@ def stripe_sub(blocks, axis: int, start: int, stop: int, dtype):
     if len(blocks) == 1:  # a view, or a float copy (unpacked, for packed genotypes)
         b = blocks[0]
         return (b[start:stop] if axis == 0 else b[:, start:stop]).astype(dtype, copy=False)
-    xp = _backend.namespace(blocks[0])
+    xp = backend.namespace(blocks[0])
     if axis == 0:
         out = xp.empty((stop - start, sum(b.shape[1] for b in blocks)), dtype=dtype)
         pos = 0
@@ -89,5 +89,5 @@ def scaled(sub, scale: float):
 
 def column_magnitudes(sub):
     """Per column, the largest magnitude in a float sub-block (``inf`` where one is infinite)."""
-    xp = _backend.namespace(sub)
+    xp = backend.namespace(sub)
     return xp.maximum(sub.max(axis=0), -sub.min(axis=0))

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _backend
+from . import backend
 
 __all__ = [
     "MISSING_OPTIONS",
@@ -143,7 +143,7 @@ def check_nan_counts(counts, n_samples: int, *, offset: int = 0, locate: Locate 
     that says which features (through ``locate``, from flat feature indices
     counted from ``offset``) and how to fix it.
     """
-    host = _backend.to_numpy(counts)
+    host = backend.to_numpy(counts)
     partial = (host > 0) & (host < n_samples)
     if partial.any():
         idx = np.flatnonzero(partial) + offset
@@ -156,7 +156,7 @@ def check_nan_counts(counts, n_samples: int, *, offset: int = 0, locate: Locate 
             "fill them first, e.g. `da.interpolate_na(dim)`, or drop the samples or "
             "features that hold them with `da.dropna(...)`."
         )
-    return _backend.on_backend_of(host == n_samples, counts)
+    return backend.on_backend_of(host == n_samples, counts)
 
 
 def check_infinite(flags, *, offset: int = 0, locate: Locate | None = None) -> None:
@@ -165,7 +165,7 @@ def check_infinite(flags, *, offset: int = 0, locate: Locate | None = None) -> N
     ``flags``: per feature, whether it holds ``inf`` or ``-inf`` (NumPy or
     CuPy), the features counted from ``offset``; ``locate`` names them.
     """
-    host = _backend.to_numpy(flags)
+    host = backend.to_numpy(flags)
     if not host.any():
         return
     idx = np.flatnonzero(host) + offset

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend
-from .._missing import check_infinite, check_nan_counts
-from ._plan import Problem, ReadSpec
-from ._state import FeatureStats, Sketch, Summable
-from ._stripe import column_magnitudes, fill_missing, scaled, stripe_sub, sub_blocks
+from .. import backend
+from ..missing import check_infinite, check_nan_counts
+from .plan import Problem, ReadSpec
+from .state import FeatureStats, Sketch, Summable
+from .stripe import column_magnitudes, fill_missing, scaled, stripe_sub, sub_blocks
 
 
 @dataclass
@@ -93,7 +93,7 @@ class FeatureStripes:
 
 def _with_ones(W, dtype):
     """``[W, 1]`` in the product dtype: the column of ones gives the feature sums."""
-    xp = _backend.namespace(W)
+    xp = backend.namespace(W)
     ones = xp.ones((W.shape[0], 1), dtype=W.dtype)
     return xp.concatenate([W, ones], axis=1).astype(dtype, copy=False)
 
@@ -112,7 +112,7 @@ def _sum_scalars(*xs):
 
 def _read_stripe(blocks, w, offset: int, basis_ext, first: bool, spec: ReadSpec, locate):
     """One read of a feature stripe ``A_j`` (m x n_j), i.e. rows ``j`` of ``C = B^T``."""
-    xp = _backend.namespace(blocks[0])
+    xp = backend.namespace(blocks[0])
     dtype = basis_ext.dtype
     m, nj = basis_ext.shape[0], blocks[0].shape[1]
     l = basis_ext.shape[1] - 1

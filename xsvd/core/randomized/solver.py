@@ -81,11 +81,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from .. import _backend
-from .._missing import missing_rule
-from ._common import Decomposition, Locate, fix_signs, nan_rows, validate_shape
-from ._feature_stripes import FeatureStripes
-from ._plan import (
+from .. import backend
+from ..missing import missing_rule
+from ..common import Decomposition, Locate, fix_signs, nan_rows, validate_shape
+from .feature_stripes import FeatureStripes
+from .plan import (
     SAFE_MAGNITUDE,
     SAFE_WEIGHT,
     SAMPLES,
@@ -94,8 +94,8 @@ from ._plan import (
     power_of_two_scale,
     watches_range,
 )
-from ._sample_stripes import SampleStripes
-from ._small import (
+from .sample_stripes import SampleStripes
+from .small import (
     finalize,
     krylov_finish,
     krylov_gram,
@@ -106,7 +106,7 @@ from ._small import (
     thin_errors,
     unknown_errors,
 )
-from ._state import Carry, Sketch
+from .state import Carry, Sketch
 
 __all__ = [
     "randomized_svd",
@@ -177,7 +177,7 @@ def randomized_svd(
         stand for their feature's mean over the samples where it is present,
         filled in each float sub-block as it is multiplied (no filled copy).
         When stripes are blocks of samples, the means take one extra read of
-        the data. See :mod:`xsvd._missing`.
+        the data. See :mod:`xsvd.core.missing`.
     negative_missing : bool, optional
         Whether negative values are missing too. Default: in integer data
         (genotype codes such as -1) with ``missing="mean"``, not in
@@ -200,7 +200,7 @@ def randomized_svd(
         of one lazy graph for all passes.
     progress : object, optional
         With ``compute=True``: an object whose ``compute(obj, step)`` computes
-        each pass while showing progress (see ``xsvd._progress.Progress``).
+        each pass while showing progress (see ``xsvd.core.progress.Progress``).
 
     Returns
     -------
@@ -272,7 +272,7 @@ def randomized_svd(
         max_passes = DEFAULT_MAX_PASSES if max_passes is None else max_passes
         if not isinstance(max_passes, int | np.integer) or max_passes < 1:
             raise ValueError(f"max_passes must be an integer >= 1, got {max_passes!r}.")
-        if _backend.is_dask(a) and not compute:
+        if backend.is_dask(a) and not compute:
             raise ValueError(
                 "tol decides after each pass whether to read the data again, so it needs "
                 "computed results: pass compute=True (the default of the labeled API)."
@@ -285,10 +285,10 @@ def randomized_svd(
         raise ValueError(f"n_power_iter must be an integer >= 0, got {n_power_iter!r}.")
     if not isinstance(n_oversamples, int | np.integer) or n_oversamples < 0:
         raise ValueError(f"n_oversamples must be an integer >= 0, got {n_oversamples!r}.")
-    ctype = _backend.compute_dtype(a.dtype, dtype)
+    ctype = backend.compute_dtype(a.dtype, dtype)
     rule = missing_rule(a.dtype, missing, negative_missing)
     stripes, sub_block, ex = plan(a, compute, progress)
-    w = None if weights is None else np.asarray(_backend.to_numpy(weights), dtype=np.float64)
+    w = None if weights is None else np.asarray(backend.to_numpy(weights), dtype=np.float64)
     weight_scale = 1.0
     if w is not None and w.size:
         weight_scale = power_of_two_scale(np.abs(w).max(), *SAFE_WEIGHT)
@@ -301,7 +301,7 @@ def randomized_svd(
         n_power_iter=int(n_power_iter),
         dtype=ctype,
         center=center,
-        weights=None if w is None else _backend.on_backend_of(w, a),
+        weights=None if w is None else backend.on_backend_of(w, a),
         missing=rule,
         locate=locate,
         krylov=bool(krylov),
@@ -314,7 +314,7 @@ def randomized_svd(
     )
     if progress is not None:
         progress.total = problem.passes if tol is None else problem.max_passes
-    omega = _backend.standard_normal(ex.xp, seed, (problem.thin_length, problem.width), np.float64)
+    omega = backend.standard_normal(ex.xp, seed, (problem.thin_length, problem.width), np.float64)
     stripe_side, thin_side, S, errors, stats, problem = _passes(ex, problem, omega, progress)
     S, errors, stats = _scaled_back(S, errors, stats, problem)
     U, V = (stripe_side, thin_side) if stripes == SAMPLES else (thin_side, stripe_side)
@@ -333,7 +333,7 @@ def randomized_svd(
         krylov=problem.krylov,
     )
     if tol is not None:  # computed: say what was reached
-        reached = float(_backend.to_numpy(relative_errors(errors, S)).max())
+        reached = float(backend.to_numpy(relative_errors(errors, S)).max())
         settings.update(tol=problem.tol, max_passes=problem.max_passes, estimated_error=reached)
         if reached > tol:
             warnings.warn(
@@ -445,7 +445,7 @@ def _converged(ex, problem: Problem, sketches: list[Sketch]) -> bool:
     if len(sketches) == 1 and problem.krylov:
         return False  # the Ritz pairs of the first (random) basis say nothing yet
     errors, S = thin_errors(*_estimate_inputs(sketches), problem.k, problem.dtype)
-    return bool(_backend.to_numpy(relative_errors(errors, S)).max() <= problem.tol)
+    return bool(backend.to_numpy(relative_errors(errors, S)).max() <= problem.tol)
 
 
 def _listed(*items):
@@ -454,7 +454,7 @@ def _listed(*items):
 
 def relative_errors(errors, S):
     """Per component, the larger of the relative S error and the relative residual."""
-    xp = _backend.namespace(errors)
+    xp = backend.namespace(errors)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = xp.where(S > 0, errors[:, 0] / S, xp.inf)
     return xp.maximum(rel, errors[:, 2])
@@ -485,7 +485,7 @@ def _scaled_back(S, errors, stats, problem: Problem):
     with np.errstate(over="ignore", under="ignore"):  # sums of squares beyond float64
         mean = None if stats.mean is None else stats.mean / problem.scale
         total_ss = total_ss / factor / factor
-    unit = _backend.on_backend_of(np.array([1 / factor, 1.0, 1.0]), errors)  # angles: no units
+    unit = backend.on_backend_of(np.array([1 / factor, 1.0, 1.0]), errors)  # angles: no units
     return S / factor, errors * unit, replace(stats, mean=mean, total_ss=total_ss)
 
 
@@ -531,4 +531,4 @@ def _conservative_errors(bases, crosses, S, dtype):
 
 
 def _unknown_errors(S):
-    return unknown_errors(_backend.namespace(S), S.shape[0])
+    return unknown_errors(backend.namespace(S), S.shape[0])

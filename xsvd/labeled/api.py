@@ -13,10 +13,12 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from . import _backend, _units, statistics
-from ._layout import Layout
-from ._progress import Progress
-from .linalg import (
+from ..climate import statistics
+from ..core import backend
+from . import units as _units
+from .layout import Layout
+from ..core.progress import Progress
+from ..core import (
     DEFAULT_KRYLOV,
     DEFAULT_N_OVERSAMPLES,
     MissingValueError,
@@ -354,8 +356,8 @@ def _run(
     obj, weights, units = _units.strip(obj, weights)
     if units is not None and units.coords:  # coordinates were quantified too
         layout = Layout.from_dataarray(obj, dim)
-    obj = _backend.move_dataarray(obj, device)
-    _backend.compute_dtype(obj.dtype)  # raises a clear error for non-numeric data
+    obj = backend.move_dataarray(obj, device)
+    backend.compute_dtype(obj.dtype)  # raises a clear error for non-numeric data
     a = layout.to_matrix(obj)
     w = layout.weights_vector(weights)
     if standardize:  # each feature over its standard deviation: folded into the weights
@@ -375,7 +377,7 @@ def _run(
         tol=tol,
         max_passes=max_passes,
     )
-    show = Progress() if progress and _backend.is_dask(a) else None
+    show = Progress() if progress and backend.is_dask(a) else None
     if method == "exact":
         given = [name for name, v in compressed_only.items() if v is not None]
         if given:

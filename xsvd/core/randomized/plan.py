@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend
-from .._missing import Locate, MissingRule
-from .._options import OPTIONS
-from ._exec import Eager, Executor, Lazy, Stepwise
+from .. import backend
+from ..missing import Locate, MissingRule
+from ...options import OPTIONS
+from .executors import Eager, Executor, Lazy, Stepwise
 
 __all__ = ["Problem", "ReadSpec", "SAMPLES", "FEATURES", "plan"]
 
@@ -149,7 +149,7 @@ SAFE_WEIGHT = (2.0**-20, 2.0**20)
 
 def watches_range(a) -> bool:
     """Whether the dtype of ``a`` leaves the magnitude of its values open."""
-    if _backend.is_packed(a):
+    if backend.is_packed(a):
         return False  # genotypes: 0, 1, 2
     dtype = np.dtype(a.dtype)
     return dtype.kind in "fc" or (dtype.kind in "iu" and dtype.itemsize >= 4)
@@ -179,9 +179,9 @@ def plan(a, compute: bool, progress=None) -> tuple[str, int, Executor]:
     Returns ``(stripes, sub_block, executor)``.
     """
     m, n = a.shape
-    xp = _backend.namespace(a)
+    xp = backend.namespace(a)
     sub_block = OPTIONS["sub_block_elements" if xp is np else "gpu_sub_block_elements"]
-    if not _backend.is_dask(a):
+    if not backend.is_dask(a):
         stripes = SAMPLES if n <= m else FEATURES
         axis = 0 if stripes == SAMPLES else 1
         threads, view = 1, None
@@ -210,7 +210,7 @@ def plan(a, compute: bool, progress=None) -> tuple[str, int, Executor]:
 def _check_chunk_sizes(a, axis: int) -> None:
     """Warn, with what to do, about chunks too large or too small for streaming."""
     other = 1 - axis
-    itemsize = _backend.bytes_per_value(a)
+    itemsize = backend.bytes_per_value(a)
     large = OPTIONS["large_stripe_bytes"]
     stripe = max(a.chunks[axis]) * a.shape[other] * itemsize
     if stripe > large:

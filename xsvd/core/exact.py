@@ -15,9 +15,9 @@ import warnings
 
 import numpy as np
 
-from .. import _backend
-from .._missing import MissingRule, check_infinite, check_nan_counts, missing_rule
-from ._common import Decomposition, Locate, fix_signs, nan_rows, validate_shape
+from . import backend
+from .missing import MissingRule, check_infinite, check_nan_counts, missing_rule
+from .common import Decomposition, Locate, fix_signs, nan_rows, validate_shape
 
 __all__ = ["exact_svd"]
 
@@ -75,10 +75,10 @@ def exact_svd(
     dtype = np.float32 if a.dtype == np.float32 else np.float64
     rule = missing_rule(a.dtype, missing, negative_missing)
     B, mean, nan_mask = _prepare(a, dtype, center, weights, rule, locate)
-    if _backend.is_dask(B):
+    if backend.is_dask(B):
         U, S, V = _tsqr_svd(B)
     else:
-        U, S, Vt = _backend.namespace(B).linalg.svd(B, full_matrices=False)
+        U, S, Vt = backend.namespace(B).linalg.svd(B, full_matrices=False)
         V = Vt.T
     # float64 results whatever the input, as from the compressed solver
     U, S, V = (x.astype(np.float64) for x in (U, S, V))
@@ -88,7 +88,7 @@ def exact_svd(
     U, V = fix_signs(U, V)
     if nan_mask is not None:
         V = nan_rows(V, nan_mask)
-    errors = S[:, None] * _backend.on_backend_of(np.zeros((1, 3)), S)  # exact: none, to rounding
+    errors = S[:, None] * backend.on_backend_of(np.zeros((1, 3)), S)  # exact: none, to rounding
     d = Decomposition(
         U, S, V, mean, total_ss, nan_mask, "exact", dict(k=k, missing=missing), errors
     )
@@ -97,14 +97,14 @@ def exact_svd(
 
 def _prepare(a, dtype, center: bool, weights, rule: MissingRule, locate):
     """``B`` as a float array of the data's kind, its feature means and all-missing mask."""
-    xp = _backend.array_module(a)  # numpy, cupy or dask.array: the same code for each
+    xp = backend.array_module(a)  # numpy, cupy or dask.array: the same code for each
     m = a.shape[0]
     B = a.astype(dtype)
     if np.dtype(a.dtype).kind in "fc":  # every block of B waits for the check of its features
-        infinite = _backend.map_blocks(
+        infinite = backend.map_blocks(
             _checked_finite, xp.isinf(B).any(axis=0), locate, dtype=bool, meta=_bool_meta(B)
         )
-        B = _backend.map_blocks(_after_check, B, infinite[None, :], dtype=dtype)
+        B = backend.map_blocks(_after_check, B, infinite[None, :], dtype=dtype)
     nan_mask = None
     if rule.fills:
         mask = rule.mask(xp, B)
@@ -115,22 +115,22 @@ def _prepare(a, dtype, center: bool, weights, rule: MissingRule, locate):
         B = xp.where(mask, fill[None, :], zeroed)
     elif rule.active:
         isnan = xp.isnan(B)
-        nan_mask = _backend.map_blocks(
+        nan_mask = backend.map_blocks(
             _checked_mask, isnan.sum(axis=0), m, locate, dtype=bool, meta=_bool_meta(B)
         )
         # every block of B waits for the NaN check of its features
-        B = _backend.map_blocks(_after_check, xp.where(isnan, 0, B), nan_mask[None, :], dtype=dtype)
+        B = backend.map_blocks(_after_check, xp.where(isnan, 0, B), nan_mask[None, :], dtype=dtype)
     mean = None
     if center:
         mean = B.mean(axis=0, dtype=np.float64)
         B = B - mean.astype(dtype)
     if weights is not None:
-        B = B * _backend.on_backend_of(weights, B).astype(dtype)
+        B = B * backend.on_backend_of(weights, B).astype(dtype)
     return B, mean, nan_mask
 
 
 def _bool_meta(B):
-    return _backend.namespace(B).empty((0,), dtype=bool)
+    return backend.namespace(B).empty((0,), dtype=bool)
 
 
 def _checked_mask(counts, m, locate, block_info=None):

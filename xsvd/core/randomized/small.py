@@ -12,13 +12,13 @@ import warnings
 
 import numpy as np
 
-from .. import _backend
-from ._common import eps_tolerance
+from .. import backend
+from ..common import eps_tolerance
 
 
 def orth(Z):
     """Orthonormal basis of the iterate ``Z`` (Householder QR, float64): the next ``W``."""
-    q, _ = _backend.namespace(Z).linalg.qr(Z)
+    q, _ = backend.namespace(Z).linalg.qr(Z)
     return q
 
 
@@ -35,7 +35,7 @@ def finalize(cross, gram, k: int, dtype):
     samples), ``thin`` the thin-side singular vectors (thin length x k) and
     ``S`` the singular values.
     """
-    xp = _backend.namespace(cross)
+    xp = backend.namespace(cross)
     evals, evecs = xp.linalg.eigh(gram)
     evals, evecs = evals[::-1], evecs[:, ::-1]
     s = xp.sqrt(xp.clip(evals, 0, None))
@@ -73,7 +73,7 @@ def stripe_vectors(Y, mean_row, rotation):
 
 def _krylov_rows(blocks, mean_rows):
     """One stripe's rows of ``K = [Y_0 - 1 c_0^T, ..., Y_q - 1 c_q^T]`` in float64."""
-    xp = _backend.namespace(blocks[0])
+    xp = backend.namespace(blocks[0])
     parts = []
     for y, c in zip(blocks, mean_rows, strict=True):
         y = y.astype(np.float64)
@@ -93,7 +93,7 @@ def krylov_vectors(*args):
 
 
 def hstack(parts):
-    return _backend.namespace(parts[0]).concatenate(parts, axis=1)
+    return backend.namespace(parts[0]).concatenate(parts, axis=1)
 
 
 def orth_against(Z, previous: list, width: int | None = None):
@@ -112,7 +112,7 @@ def orth_against(Z, previous: list, width: int | None = None):
     so that the basis stays orthonormal and the next pass explores the rest
     (any orthonormal basis gives valid Ritz pairs).
     """
-    xp = _backend.namespace(Z)
+    xp = backend.namespace(Z)
     V = xp.concatenate(previous, axis=1)
     Z = xp.where(xp.isfinite(Z), Z, 0)  # a first pass out of range (read again, rescaled)
     scale = float(xp.linalg.norm(Z)) if Z.size else 0.0
@@ -123,7 +123,7 @@ def orth_against(Z, previous: list, width: int | None = None):
     found = int((s > _EPS64 * Z.shape[0] * max(scale, _TINY)).sum())
     if found < width:  # the Krylov space is invariant: go on from new (seeded) directions
         fresh = np.random.default_rng(V.shape[1]).standard_normal((Z.shape[0], width - found))
-        fresh = _backend.on_backend_of(fresh, Z)
+        fresh = backend.on_backend_of(fresh, Z)
         for _ in range(2):
             fresh = fresh - V @ (V.T @ fresh)
         q = xp.concatenate([q[:, :found], fresh], axis=1)
@@ -150,7 +150,7 @@ def ritz(V, Z, gram=None):
     from ``V^T Z`` when not given. Returns the Ritz values (descending,
     clipped at 0) and their vectors' coordinates ``X``.
     """
-    xp = _backend.namespace(Z)
+    xp = backend.namespace(Z)
     H = V.T @ Z if gram is None else gram
     lam, X = xp.linalg.eigh((H + H.T) / 2)
     return xp.clip(lam[::-1], 0, None), X[:, ::-1]
@@ -182,7 +182,7 @@ def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
 
     Returns a (k, 3) float64 array: S error, angle (radians), residual.
     """
-    xp = _backend.namespace(Z)
+    xp = backend.namespace(Z)
     d = lam.shape[0]
     kk = min(k, d)
     if kk == 0:
@@ -190,7 +190,7 @@ def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
     rho = xp.sqrt(((Z @ X - V @ (X * lam)) ** 2).sum(axis=0))
     floor = ROUNDING * float(np.finfo(dtype).eps) * lam[0]
     # bounds from the last Ritz value up: lam_{j+1} <= lam~_{j+1} + err_{j+1} (small, on the host)
-    lam_h, rho_h = _backend.to_numpy(lam), _backend.to_numpy(rho)
+    lam_h, rho_h = backend.to_numpy(lam), backend.to_numpy(rho)
     extrapolate = block is not None and d >= EXTRAPOLATION_BLOCKS * block
     err_h = np.empty(d)
     above_next = -np.inf  # upper bound of the eigenvalue below the current one
@@ -244,7 +244,7 @@ def _with_extrapolation(V, Z, lam, bound, k: int, block: int, floor: float):
     The Ritz values of the Krylov spaces of one and two passes fewer are
     those of the leading parts of ``H = V^T Z`` (the blocks are in pass order).
     """
-    H = _backend.to_numpy(V.T @ Z)
+    H = backend.to_numpy(V.T @ Z)
     H = (H + H.T) / 2
     d = H.shape[0]
     before = np.linalg.eigvalsh(H[: d - block, : d - block])[::-1][:k]
@@ -273,7 +273,7 @@ def krylov_finish(gram, bases: list, crosses: list, k: int, dtype):
     ``K = [Y_0, ..., Y_q]`` to its singular vectors (``K X / s``), ``thin``
     the thin-side singular vectors ``V X``.
     """
-    xp = _backend.namespace(gram)
+    xp = backend.namespace(gram)
     V, Z = hstack(bases), hstack(crosses)
     lam, X = ritz(V, Z, gram)
     # Ritz values below the rounding of the products (or of the float64 small math) are noise
@@ -302,6 +302,6 @@ def thin_errors(bases: list, crosses: list, k: int, dtype):
     """
     V, Z = hstack(bases), hstack(crosses)
     lam, X = ritz(V, Z)
-    xp = _backend.namespace(Z)
+    xp = backend.namespace(Z)
     S = xp.sqrt(lam[:k])
     return ritz_errors(V, Z, lam, X, k, dtype), S

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend
-from .._missing import check_infinite, check_nan_counts
-from ._plan import Problem, ReadSpec
-from ._state import FeatureStats, Sketch, Summable
-from ._stripe import (
+from .. import backend
+from ..missing import check_infinite, check_nan_counts
+from .plan import Problem, ReadSpec
+from .state import FeatureStats, Sketch, Summable
+from .stripe import (
     column_magnitudes,
     fill_missing,
     scaled,
@@ -121,7 +121,7 @@ def _read_stripe(blocks, basis_w, shift, first: bool, spec: ReadSpec, fill):
     sub-block before it is multiplied; missing values are replaced by
     ``fill`` (``missing="mean"``) or zero first.
     """
-    xp = _backend.namespace(blocks[0])
+    xp = backend.namespace(blocks[0])
     dtype = basis_w.dtype
     mi, (n, l) = blocks[0].shape[0], basis_w.shape
     rule = spec.missing
@@ -161,7 +161,7 @@ def _read_stripe(blocks, basis_w, shift, first: bool, spec: ReadSpec, fill):
 
 def _read_present(blocks, spec: ReadSpec):
     """Per-feature sum and count of the present values in a sample stripe."""
-    xp = _backend.namespace(blocks[0])
+    xp = backend.namespace(blocks[0])
     mi, n = blocks[0].shape[0], sum(b.shape[1] for b in blocks)
     out = PresentSums(xp.zeros((n,), dtype=np.float64), xp.zeros((n,), dtype=np.int64))
     for r0, r1 in sub_blocks(mi, n, spec.sub_block):
@@ -176,7 +176,7 @@ def _read_present(blocks, spec: ReadSpec):
 
 
 def _present_means(total: PresentSums, dtype):
-    xp = _backend.namespace(total.sums)
+    xp = backend.namespace(total.sums)
     return (total.sums / xp.maximum(total.counts, 1)).astype(dtype)
 
 
@@ -193,8 +193,8 @@ def _as_dtype(x, dtype):
 def _first_pass_stats(total: StripeSums, m: int, spec: ReadSpec, locate, w) -> FeatureStats:
     """Means, total sum of squares and all-missing features from the first pass's sums.
 
-    Raises :class:`~xsvd._missing.InfiniteValueError` naming the features that
-    hold infinite values, :class:`~xsvd._missing.MissingValueError` for NaN
+    Raises :class:`~xsvd.core.missing.InfiniteValueError` naming the features that
+    hold infinite values, :class:`~xsvd.core.missing.MissingValueError` for NaN
     the missing rule does not allow.
     """
     amax = None

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _backend
-from ._missing import GENOTYPES
+from . import backend
+from .missing import GENOTYPES
 
 __all__ = ["PackedGenotypes", "pack"]
 
@@ -72,7 +72,7 @@ def pack(values, xp=None):
     -------
     PackedGenotypes
     """
-    xp = _backend.namespace(values) if xp is None else xp
+    xp = backend.namespace(values) if xp is None else xp
     v = xp.asarray(values)
     if v.ndim != 2:
         raise ValueError(f"Packing needs a 2-D (variants x samples) array, got {v.ndim}-D.")
@@ -81,7 +81,7 @@ def pack(values, xp=None):
     missing = GENOTYPES.mask(xp, vf)
     ok = missing | (vf == 0) | (vf == 1) | (vf == 2)
     if not bool(ok.all()):
-        bad = _backend.to_numpy(vf[~ok][:5])
+        bad = backend.to_numpy(vf[~ok][:5])
         raise ValueError(
             "Only genotype values 0, 1 and 2 (allele counts of a diploid call), NaN or "
             f"negative values (missing) can be packed to 2 bits; found {bad.tolist()}. "
@@ -116,7 +116,7 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
     __array_priority__ = 20
     dtype = np.dtype(np.float32)
     ndim = 2
-    #: bits of storage per value (the packed-array protocol of ``xsvd._backend``)
+    #: bits of storage per value (the packed-array protocol of ``xsvd.core.backend``)
     bits_per_value = 2
 
     def __init__(self, data, n: int, offset: int = 0, transposed: bool = False):
@@ -155,7 +155,7 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
 
     @property
     def xp(self):
-        return _backend.namespace(self.data)
+        return backend.namespace(self.data)
 
     def with_data(self, data) -> PackedGenotypes:
         """The same genotypes over other storage (e.g. the bytes moved to the GPU)."""
@@ -270,7 +270,7 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
 
     # -------------------------------------------------- NumPy / CuPy protocol
     def __array__(self, dtype=None, copy=None):
-        out = _backend.to_numpy(self.unpack())
+        out = backend.to_numpy(self.unpack())
         return out if dtype is None else out.astype(dtype)
 
     def __array_function__(self, func, types, args, kwargs):

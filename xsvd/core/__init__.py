@@ -1,13 +1,15 @@
-"""xsvd's linear-algebra core: works on plain NumPy, CuPy and Dask arrays.
+"""xsvd's array core: the solvers on plain NumPy, CuPy and Dask arrays.
 
-Never imports xarray or pint (a test checks it).
+Never imports xarray or pint (a test checks it). The labeled layer
+(:mod:`xsvd.labeled`) stacks DataArrays to the (samples x features) matrices
+these functions take and labels what they return.
 """
 
 from __future__ import annotations
 
-from .._missing import InfiniteValueError
-from ._common import Decomposition, MissingValueError, fix_signs
+from .common import Decomposition, fix_signs
 from .exact import exact_svd
+from .missing import InfiniteValueError, MissingValueError
 from .randomized import (
     DEFAULT_KRYLOV,
     DEFAULT_MAX_PASSES,

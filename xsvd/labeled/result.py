@@ -3,7 +3,7 @@
 The result also owns its saved form: :meth:`SVDResult.to_dataset` writes
 everything needed to restore it into one Dataset (the format below), and
 :meth:`SVDResult.from_dataset` / :func:`open_result` restore it, the layout of
-dims and coordinates through :class:`~xsvd._layout.Layout`. :mod:`xsvd.io`
+dims and coordinates through :class:`~xsvd.labeled.layout.Layout`. :mod:`xsvd.io`
 only moves Datasets to and from stores.
 
 The saved form (``xsvd_format = 2``): variables ``U``, ``S``, ``V``,
@@ -42,9 +42,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from . import _backend, _units, io, statistics
-from ._layout import COMPONENT, Layout, _jsonable
-from .linalg import Decomposition
+from .. import io
+from ..climate import statistics
+from ..core import backend
+from . import units as _units
+from .layout import COMPONENT, Layout, _jsonable
+from ..core import Decomposition
 
 __all__ = ["SVDResult", "open_result"]
 
@@ -152,7 +155,7 @@ class SVDResult:
 
         Needs matplotlib (``pip install "xsvd[plot]"``); see :class:`xsvd.plot.ResultPlotter`.
         """
-        from .plot import ResultPlotter
+        from ..plot import ResultPlotter
 
         return ResultPlotter(self.as_numpy())
 
@@ -164,7 +167,7 @@ class SVDResult:
         other keywords go to ``dask.compute``.
         """
         if progress and not kwargs:
-            from ._progress import Progress
+            from ..core.progress import Progress
 
             return self._with(self._d.computed(Progress()))
         return self._with(self._d.computed(**kwargs))
@@ -201,7 +204,7 @@ class SVDResult:
         d = self._d
         if d.mean is None:
             return None
-        mean = d.mean if d.nan_features is None else _backend.where(d.nan_features, np.nan, d.mean)
+        mean = d.mean if d.nan_features is None else backend.where(d.nan_features, np.nan, d.mean)
         return _units.quantify(self._layout.label_feature_vector(mean, "mean"), self._unit("data"))
 
     @property
@@ -331,7 +334,7 @@ class SVDResult:
         Returns a :class:`~xsvd.rotation.RotatedResult`; see
         :func:`xsvd.rotation.rotate`.
         """
-        from . import rotation
+        from ..climate import rotation
 
         return rotation.rotate(self, n, method=method, power=power, max_iter=max_iter, rtol=rtol)
 
@@ -358,7 +361,7 @@ class SVDResult:
             w = self._weights
             with np.errstate(divide="ignore", invalid="ignore"):
                 inv = np.where(w != 0, 1.0 / np.where(w != 0, w, 1.0), np.nan)
-            X = X * _backend.on_backend_of(inv, X)
+            X = X * backend.on_backend_of(inv, X)
         if d.mean is not None:
             X = X + d.mean
         units = self._unit("data")
@@ -412,20 +415,20 @@ class SVDResult:
         V = d.V
         if d.nan_features is not None:
             mask = d.nan_features
-            V = _backend.where(mask[:, None], 0, V)
+            V = backend.where(mask[:, None], 0, V)
             if missing is None:
-                row = _backend.row_like(mask[None, :], X)
-                X = _backend.map_blocks(_zero_masked, X, row, dtype=X.dtype)
+                row = backend.row_like(mask[None, :], X)
+                X = backend.map_blocks(_zero_masked, X, row, dtype=X.dtype)
         dtype = np.float32 if X.dtype == np.float32 else np.float64
         if missing == "mean" and np.dtype(X.dtype).kind in "iu":
-            X = _backend.map_blocks(_negative_as_nan, X, dtype=dtype)  # genotype codes
+            X = backend.map_blocks(_negative_as_nan, X, dtype=dtype)  # genotype codes
         X = X.astype(dtype)
         if d.mean is not None:
             X = X - d.mean
         if missing == "mean":
-            X = _backend.map_blocks(_nan_as_zero, X, dtype=dtype)
+            X = backend.map_blocks(_nan_as_zero, X, dtype=dtype)
         if self._weights is not None:
-            X = X * _backend.on_backend_of(self._weights, X)
+            X = X * backend.on_backend_of(self._weights, X)
         scores = X @ V
         S = d.S
         scores = scores / _safe(S)
@@ -620,7 +623,7 @@ def _plain(value):
 
 def _zero_masked(X, mask):
     """Zero the features that were all-NaN in the decomposed data; other NaN raise."""
-    xp = _backend.namespace(X)
+    xp = backend.namespace(X)
     out = xp.where(mask, 0, X)
     if xp.isnan(out).any():
         raise ValueError(
@@ -637,11 +640,11 @@ def _safe(S):
 
 def _negative_as_nan(X):
     """Integer genotype codes as floats, negative codes (missing calls) as NaN."""
-    xp = _backend.namespace(X)
+    xp = backend.namespace(X)
     return xp.where(X < 0, np.nan, X.astype(np.float64))
 
 
 def _nan_as_zero(X):
     """Centered values with the missing ones (NaN) at zero: the mean they stand for."""
-    xp = _backend.namespace(X)
+    xp = backend.namespace(X)
     return xp.where(xp.isnan(X), X.dtype.type(0), X)

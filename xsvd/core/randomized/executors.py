@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend
-from ._blas import SingleThreadedBlas
+from .. import backend
+from ..blas import SingleThreadedBlas
 
 
 class Executor(ABC):
@@ -126,7 +126,7 @@ class Eager(Executor):
         self.a = a
         self.axis = axis
         self.threads = threads
-        self.xp = _backend.namespace(a)
+        self.xp = backend.namespace(a)
         length = a.shape[axis]
         step = length if stripe is None else stripe
         self.offsets = list(range(0, length, step))
@@ -172,7 +172,7 @@ class Lazy(Executor):
     def __init__(self, a, axis: int, split_every: int = 8):
         self.graph = _Graph(a, axis, split_every)
         self.axis, self.offsets, self.sizes = axis, self.graph.offsets, self.graph.sizes
-        self.xp = _backend.namespace(a)
+        self.xp = backend.namespace(a)
 
     def share(self, value):
         import dask
@@ -218,7 +218,7 @@ class Stepwise(Executor):
     def __init__(self, a, axis: int, split_every: int = 8, progress=None):
         self.graph = _Graph(a, axis, split_every)
         self.axis, self.offsets, self.sizes = axis, self.graph.offsets, self.graph.sizes
-        self.xp = _backend.namespace(a)
+        self.xp = backend.namespace(a)
         self.progress = progress
         self.passes_done = 0
 
@@ -229,17 +229,17 @@ class Stepwise(Executor):
         return self.graph.stripes(None)  # computed pass by pass: a fresh read each time
 
     def map(self, fn, items, *args, nout: int = 1, per_stripe=()):
-        if isinstance(items, _Stripes) or _backend.holds_lazy((items, args, per_stripe)):
+        if isinstance(items, _Stripes) or backend.holds_lazy((items, args, per_stripe)):
             return self.graph.map(fn, items, args, per_stripe, nout)
         return _run_now(fn, items, args, per_stripe, nout, threads=1)
 
     def sum(self, parts):
-        if _backend.holds_lazy(parts):
+        if backend.holds_lazy(parts):
             return self.graph.sum(parts)
         return _sum_all(*parts)
 
     def call(self, fn, *args, nout: int | None = None):
-        if _backend.holds_lazy(args):
+        if backend.holds_lazy(args):
             import dask
 
             return dask.delayed(fn, nout=nout, pure=True)(*args)
@@ -249,7 +249,7 @@ class Stepwise(Executor):
         self.passes_done += 1
         if self.progress is not None:
             return self.progress.compute(state, step=self.passes_done)
-        (out,) = _backend.compute(state)
+        (out,) = backend.compute(state)
         return out
 
     def array(self, value, shape, dtype):
@@ -279,7 +279,7 @@ def _run_now(fn, items, args, per_stripe, nout: int, threads: int):
 def _concat_now(parts):
     if len(parts) == 1:
         return parts[0]
-    return _backend.namespace(parts[0]).concatenate(parts, axis=0)
+    return backend.namespace(parts[0]).concatenate(parts, axis=0)
 
 
 class _Stripes(list):
@@ -337,7 +337,7 @@ class _Graph:
             dsk[(name, i)] = (kernel, item, *extra, *refs)
             for j in range(nout if nout > 1 else 0):
                 dsk[(f"{name}-{j}", i)] = (operator.getitem, (name, i), j)
-        lazy_args = [a for a in (*args, *(v for p in per_stripe for v in p)) if _backend.is_lazy(a)]
+        lazy_args = [a for a in (*args, *(v for p in per_stripe for v in p)) if backend.is_lazy(a)]
         graph = _layer(name, dsk, [*sources, *lazy_args])
         n = len(refs_in)
         if nout == 1:
@@ -380,7 +380,7 @@ class _Graph:
 
 def _ref(arg):
     """A task argument: the key of a Delayed, the value itself otherwise."""
-    return arg.key if _backend.is_lazy(arg) else arg
+    return arg.key if backend.is_lazy(arg) else arg
 
 
 def _layer(name: str, dsk: dict, dependencies: list):
@@ -389,7 +389,7 @@ def _layer(name: str, dsk: dict, dependencies: list):
 
     seen, deps = set(), []
     for d in dependencies:
-        if _backend.is_lazy(d) and id(d.__dask_graph__()) not in seen:
+        if backend.is_lazy(d) and id(d.__dask_graph__()) not in seen:
             seen.add(id(d.__dask_graph__()))
             deps.append(d)
     return HighLevelGraph.from_collections(name, dsk, dependencies=deps)

@@ -1,0 +1,1 @@
+"""Climate fields: EOF statistics (eofs' and xeofs' conventions), rotation, area weights."""

@@ -1,0 +1,545 @@
+"""The statistics that EOF papers report, from a result: one home for each.
+
+:class:`~xsvd.SVDResult` (and :class:`~xsvd.rotation.RotatedResult`) forward
+their methods here; these functions read only what a result holds:
+
+- :func:`eigenvalues`: the variances of the components, ``S**2 / (n - ddof)``;
+- :func:`pcs` and :func:`eofs`: principal components and EOFs with the
+  scalings of the ``eofs`` package (``pcscaling`` / ``eofscaling`` 0, 1, 2,
+  also by name);
+- :func:`north_errors`: the typical errors of the eigenvalues of North et al.
+  (1982);
+- :func:`correlation_maps` and :func:`covariance_maps`: the PCs correlated
+  with, or regressed on, a field at every grid point (eofs'
+  ``eofsAsCorrelation`` / ``eofsAsCovariance``), lazily for Dask data;
+- :func:`standardized_weights`: the weights of ``standardize=True`` (each
+  feature divided by its standard deviation), used by :mod:`xsvd.labeled.api`.
+
+Notation: ``n`` is the number of samples (the product of the sizes of the
+sample dimensions), ``ddof`` the delta degrees of freedom (1 by default, as
+in eofs and xeofs), ``lambda = S**2 / (n - ddof)`` the eigenvalues of the
+(weighted) covariance matrix.
+
+The result-like object must have ``U``, ``V``, ``_S`` (plain ``S``),
+``explained_variance_ratio``, ``_unit(which)`` (pint units or None),
+``_layout`` (:class:`~xsvd.labeled.layout.Layout`), ``_weights`` (a NumPy vector or
+None) and ``_units``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..core import backend
+from ..labeled import units as _units
+from ..labeled.layout import COMPONENT, label_gap
+from ..core.missing import missing_rule
+
+__all__ = [
+    "PC_SCALINGS",
+    "EOF_SCALINGS",
+    "eigenvalues",
+    "pcs",
+    "eofs",
+    "north_errors",
+    "correlation_maps",
+    "covariance_maps",
+    "standardized_weights",
+    "standardized_units",
+]
+
+#: ``pcs(scaling=)``: name -> eofs' ``pcscaling`` code.
+PC_SCALINGS = {"singular": 0, "unit": 1, "sqrt_eigenvalue": 2}
+#: ``eofs(scaling=)``: name -> eofs' ``eofscaling`` code.
+EOF_SCALINGS = {"none": 0, "inverse_sqrt_eigenvalue": 1, "sqrt_eigenvalue": 2}
+
+
+# ------------------------------------------------------------------ checks
+def _check_ddof(ddof, n: int) -> int:
+    if isinstance(ddof, bool) or not isinstance(ddof, int | np.integer) or ddof < 0:
+        raise ValueError(f"ddof must be a non-negative integer (usually 0 or 1), got {ddof!r}.")
+    if ddof >= n:
+        raise ValueError(
+            f"ddof={ddof} leaves no degrees of freedom with {n} samples (the divisor is "
+            f"n - ddof = {n - ddof}). Use ddof=0 or 1."
+        )
+    return int(ddof)
+
+
+def _scaling_code(scaling, names: dict, what: str, eofs_name: str) -> int:
+    """eofs' integer code of a scaling given by name or by that code."""
+    if isinstance(scaling, int | np.integer) and not isinstance(scaling, bool):
+        if int(scaling) in names.values():
+            return int(scaling)
+    elif isinstance(scaling, str) and scaling in names:
+        return names[scaling]
+    choices = ", ".join(f"{name!r} ({code})" for name, code in names.items())
+    raise ValueError(
+        f"{what} scaling must be one of {choices}: a name or eofs' `{eofs_name}` code; "
+        f"got {scaling!r}."
+    )
+
+
+def _n_samples(res) -> int:
+    return res._layout.n_samples
+
+
+# ------------------------------------------------------------ eigenvalues
+def eigenvalues(res, *, ddof: int = 1) -> xr.DataArray:
+    """The variance of each component, ``S**2 / (n - ddof)``.
+
+    The eigenvalues of the covariance matrix of the (centered, weighted)
+    data, as eofs' ``Eof.eigenvalues()`` (``ddof=1``, its default) and
+    xeofs' ``explained_variance()``. Pint-quantified data give them in the
+    units of ``S**2``.
+
+    Examples
+    --------
+    >>> import xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
+    >>> res = sst.svd(k=3, dim="time", center=True)
+    >>> lam = res.eigenvalues()
+    >>> bool(abs(lam - res.S**2 / 47).max() < 1e-9)
+    True
+    """
+    n = _n_samples(res)
+    ddof = _check_ddof(ddof, n)
+    out = res._S**2 / (n - ddof)
+    out.name = "eigenvalues"
+    out.attrs = {"long_name": f"eigenvalues (variance of each component, ddof={ddof})"}
+    units = res._unit("variance")
+    if units is None and "units" in res._S.attrs:
+        out.attrs["units"] = f"({res._S.attrs['units']})**2"
+    return _units.quantify(out, units)
+
+
+def _sqrt_eigenvalues(res, ddof: int):
+    """``sqrt(lambda)`` as plain numbers (a DataArray over component)."""
+    return res._S / np.sqrt(_n_samples(res) - ddof)
+
+
+def pcs(res, *, scaling: str | int = "singular", ddof: int = 1) -> xr.DataArray:
+    """The principal components (PCs), scaled as in the eofs package.
+
+    Parameters
+    ----------
+    scaling : {"singular", "unit", "sqrt_eigenvalue"} or {0, 1, 2}
+        The names or eofs' ``pcscaling`` codes:
+
+        - ``"singular"`` (0, eofs' default): ``U * S``, the projections of the
+          (centered, weighted) data on the EOFs; xeofs'
+          ``scores(normalized=False)``. In the units of ``S``.
+        - ``"unit"`` (1): unit variance (``ddof``), ``U * sqrt(n - ddof)``;
+          dimensionless.
+        - ``"sqrt_eigenvalue"`` (2): ``U * S * sqrt(lambda)``, in the units of
+          ``lambda``.
+
+        ``U`` itself (unit norm) is xeofs' ``scores(normalized=True)``.
+    ddof : int, default 1
+        Delta degrees of freedom of ``lambda = S**2 / (n - ddof)``.
+
+    Examples
+    --------
+    >>> import xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
+    >>> res = sst.svd(k=3, dim="time", center=True)
+    >>> pc = res.pcs(scaling="unit")
+    >>> pc.std("time", ddof=1).values.round(6)
+    array([1., 1., 1.])
+    """
+    code = _scaling_code(scaling, PC_SCALINGS, "PC", "pcscaling")
+    n = _n_samples(res)
+    ddof = _check_ddof(ddof, n)
+    if code == 0:
+        factor, power = res._S, 1
+    elif code == 1:
+        factor, power = xr.DataArray(np.sqrt(n - ddof)), 0
+    else:
+        factor, power = res._S * _sqrt_eigenvalues(res, ddof), 2
+    out = res.U * _backend_like(factor, res.U)
+    out.name = "pcs"
+    what = {0: "U * S", 1: "unit variance", 2: "U * S * sqrt(eigenvalue)"}[code]
+    out.attrs = {"long_name": f"principal components ({what})"}
+    return _with_units(out, res, power)
+
+
+def eofs(
+    res, *, scaling: str | int = "none", ddof: int = 1, unweighted: bool = False
+) -> xr.DataArray:
+    """The EOFs (the patterns ``V``), scaled as in the eofs package.
+
+    Parameters
+    ----------
+    scaling : {"none", "inverse_sqrt_eigenvalue", "sqrt_eigenvalue"} or {0, 1, 2}
+        The names or eofs' ``eofscaling`` codes: ``"none"`` (0, the default)
+        ``V`` itself, unit norm; ``"inverse_sqrt_eigenvalue"`` (1)
+        ``V / sqrt(lambda)``; ``"sqrt_eigenvalue"`` (2) ``V * sqrt(lambda)``,
+        in the units of ``S``. PCs with ``scaling="unit"`` times EOFs with
+        ``"sqrt_eigenvalue"``, summed over the components, give back the
+        (weighted) data.
+    ddof : int, default 1
+        Delta degrees of freedom of ``lambda = S**2 / (n - ddof)``.
+    unweighted : bool, default False
+        Divide the decomposition's weights back out (NaN at features of weight
+        0). eofs returns the weighted EOFs (False); ``True`` gives the patterns
+        on the data's grid, e.g. without the ``sqrt(cos(lat))`` area weights.
+        The same as ``V`` for an unweighted result.
+
+    Examples
+    --------
+    >>> import numpy as np, xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
+    >>> w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    >>> res = sst.svd(k=3, dim="time", center=True, weights=w)
+    >>> eof = res.eofs(scaling="sqrt_eigenvalue", unweighted=True)
+    >>> eof.dims
+    ('component', 'lat', 'lon')
+    """
+    code = _scaling_code(scaling, EOF_SCALINGS, "EOF", "eofscaling")
+    n = _n_samples(res)
+    ddof = _check_ddof(ddof, n)
+    V = res.V
+    if code == 0:
+        out, power = V, 0
+    else:
+        root = _sqrt_eigenvalues(res, ddof)
+        if code == 1:
+            root = 1.0 / root.where(root > 0)
+        out, power = V * _backend_like(root, V), (-1 if code == 1 else 1)
+    weight_units = None
+    if unweighted and res._weights is not None:
+        w = res._layout.label_feature_vector(backend.to_numpy(res._weights), "weights")
+        out = out / _backend_like(w.where(w != 0), out)
+        weight_units = _weight_units(res)
+    out = out.transpose(COMPONENT, *res._layout.feature_dims)
+    out.name = "eofs"
+    what = {0: "unit norm", 1: "V / sqrt(eigenvalue)", 2: "V * sqrt(eigenvalue)"}[code]
+    weighted = "unweighted" if unweighted and res._weights is not None else "weighted"
+    out.attrs = {"long_name": f"EOFs ({what}, {weighted})"}
+    out = _with_units(out, res, power, divide=weight_units)
+    return out
+
+
+def north_errors(res, *, ddof: int = 1, ratio: bool = False) -> xr.DataArray:
+    """Typical errors of the eigenvalues (North et al. 1982): ``lambda * sqrt(2 / n)``.
+
+    Parameters
+    ----------
+    ddof : int, default 1
+        Of the eigenvalues, ``lambda = S**2 / (n - ddof)``.
+    ratio : bool, default False
+        The errors of ``explained_variance_ratio`` instead (eofs'
+        ``northTest(vfscaled=True)``): ``ratio * sqrt(2 / n)``.
+
+    Notes
+    -----
+    The rule of thumb assumes the ``n`` samples are independent
+    realizations; autocorrelated samples have fewer effective degrees of
+    freedom and larger errors. Neighbouring eigenvalues whose error bars
+    overlap belong to components that the data cannot tell apart (their
+    patterns may mix).
+
+    References
+    ----------
+    North, G. R., Bell, T. L., Cahalan, R. F. and Moeng, F. J. (1982).
+    Sampling errors in the estimation of empirical orthogonal functions.
+    *Monthly Weather Review* 110, 699-706.
+
+    Examples
+    --------
+    >>> import xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
+    >>> res = sst.svd(k=3, dim="time", center=True)
+    >>> err = res.north_errors()
+    >>> bool(abs(err - res.eigenvalues() * (2 / 48) ** 0.5).max() < 1e-9)
+    True
+    """
+    n = _n_samples(res)
+    ddof = _check_ddof(ddof, n)
+    factor = np.sqrt(2.0 / n)
+    if ratio:
+        out = res.explained_variance_ratio * factor
+        out.name = "north_errors"
+        out.attrs = {"long_name": "typical error of the explained variance ratio", "units": "1"}
+        return out
+    lam = eigenvalues(res, ddof=ddof)
+    out = lam * factor
+    out.name = "north_errors"
+    out.attrs = {**lam.attrs, "long_name": f"typical error of the eigenvalues (ddof={ddof})"}
+    return out
+
+
+# --------------------------------------------------------------------- maps
+def correlation_maps(res, data: xr.DataArray) -> xr.DataArray:
+    """Correlation of each PC with ``data`` at every feature (grid point).
+
+    eofs' ``eofsAsCorrelation``: EOFs as correlation maps, between -1 and 1.
+    Works with any field on the same samples (e.g. time steps), not only the
+    decomposed one.
+
+    Parameters
+    ----------
+    data : xarray.DataArray
+        Has the result's sample dimension(s), matched by label (reordered or
+        subset where the data have more labels); its other dimensions are
+        those of the maps. NumPy, Dask (the maps are lazy), or quantified.
+
+    Returns
+    -------
+    xarray.DataArray
+        Dims ``("component", *other dims of data)``. NaN where the data are
+        NaN at every sample (land) or constant; a feature with some missing
+        samples is correlated over the samples where it is present.
+
+    Examples
+    --------
+    >>> import numpy as np, xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
+    >>> w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    >>> res = sst.svd(k=3, dim="time", center=True, weights=w)
+    >>> r = res.correlation_maps(sst)
+    >>> r.dims, bool(abs(r).max() <= 1)
+    (('component', 'lat', 'lon'), True)
+    """
+    x, units, name = _aligned_field(res, data)
+    m = _moments(res.U, x, res._layout.sample_dims, second=True)
+    with np.errstate(invalid="ignore"):
+        denom = np.sqrt((m["xx"] * m["pp"]).where((m["xx"] > 0) & (m["pp"] > 0)))
+    out = (m["xp"] / denom).clip(-1.0, 1.0)
+    out = out.transpose(COMPONENT, ...)
+    out.name = "correlation_maps"
+    out.attrs = {"long_name": f"correlation of {name} with the PCs", "units": "1"}
+    return out
+
+
+def covariance_maps(res, data: xr.DataArray, *, ddof: int = 1) -> xr.DataArray:
+    """Covariance of each unit-variance PC with ``data`` at every feature.
+
+    eofs' ``eofsAsCovariance`` (with ``pcscaling=1``): the EOFs as regression
+    maps, in the data's units per standard deviation of the PC (the
+    anomaly that goes with a PC of +1).
+
+    Parameters
+    ----------
+    data : xarray.DataArray
+        As for :func:`correlation_maps`. Its units (pint, or a ``units``
+        attribute) are the maps' units.
+    ddof : int, default 1
+        Delta degrees of freedom, of the PCs' unit variance and of the
+        covariance.
+
+    Returns
+    -------
+    xarray.DataArray
+        Dims ``("component", *other dims of data)``; NaN where the data are
+        NaN at every sample.
+
+    Examples
+    --------
+    >>> import numpy as np, xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
+    >>> w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    >>> res = sst.svd(k=3, dim="time", center=True, weights=w)
+    >>> cov = res.covariance_maps(sst)
+    >>> eof = res.eofs(scaling="sqrt_eigenvalue", unweighted=True)  # the same, exact SVD
+    >>> bool(abs(cov - eof).max() < 1e-9), cov.attrs["units"]
+    (True, 'degC')
+    """
+    n = _n_samples(res)
+    ddof = _check_ddof(ddof, n)
+    x, units, name = _aligned_field(res, data)
+    m = _moments(res.U, x, res._layout.sample_dims, second=False)
+    dof = (m["count"] - ddof).where(m["count"] > ddof)
+    out = m["xp"] * np.sqrt(n - ddof) / dof
+    out = out.transpose(COMPONENT, ...)
+    out.name = "covariance_maps"
+    out.attrs = {"long_name": f"covariance of {name} with the unit-variance PCs"}
+    if units is not None and units.singular is not None:
+        return _units.quantify(out, units.singular)  # delta units for degC
+    if "units" in data.attrs:
+        out.attrs["units"] = data.attrs["units"]
+    return out
+
+
+def _aligned_field(res, data) -> tuple[xr.DataArray, Any, str]:
+    """``data`` as plain float numbers aligned with ``U`` by label; its units and name."""
+    if not isinstance(data, xr.DataArray):
+        raise TypeError(
+            f"data must be an xarray.DataArray with the sample dimension(s) "
+            f"{res._layout.sample_dims} of the decomposition, got {type(data).__name__}."
+        )
+    plain, _, units = _units.strip(data, None)
+    name = "the data" if data.name is None else str(data.name)
+    U = res.U
+    for d in res._layout.sample_dims:
+        if d not in plain.dims:
+            raise ValueError(
+                f"The data have no dimension {d!r}; they need the sample dimension(s) "
+                f"{res._layout.sample_dims} of the decomposition (dims: {plain.dims})."
+            )
+        if d in U.indexes and d in plain.indexes and not plain.indexes[d].equals(U.indexes[d]):
+            want, have = U.indexes[d], plain.indexes[d]
+            gap = label_gap(want, have)
+            if gap is not None:
+                lacking, shown = gap
+                raise ValueError(
+                    f"The data's {d!r} labels do not cover the decomposition's: "
+                    f"{len(lacking)} of its {len(want)} labels are missing (e.g. {shown}). "
+                    f"Select the same samples, e.g. `data.sel({d}=res.U[{d!r}])`, or "
+                    "decompose the period the data cover."
+                )
+            plain = plain.reindex({d: want})
+        elif plain.sizes[d] != U.sizes[d]:
+            raise ValueError(
+                f"The data have {plain.sizes[d]} samples along {d!r}, the decomposition "
+                f"{U.sizes[d]}. Select the same samples."
+            )
+    if COMPONENT in plain.dims:
+        raise ValueError(
+            f"The data have a dimension named {COMPONENT!r}, the name of the maps' "
+            f"components. Rename it first, e.g. `data.rename({{{COMPONENT!r}: 'mode'}})`."
+        )
+    if plain.dtype.kind not in "fiub":
+        raise TypeError(f"The data must be numeric, got dtype {plain.dtype}.")
+    plain = plain.astype(np.float64) if plain.dtype != np.float64 else plain
+    return plain, units, name
+
+
+def _moments(U: xr.DataArray, x: xr.DataArray, sample_dims, *, second: bool) -> dict:
+    """Sums over the samples where ``x`` is present, for covariances with the PCs.
+
+    One pass over ``x``: with ``y = x - x[first sample]`` (a shift that keeps
+    the sums of squares accurate), ``xp`` is the centered cross product
+    ``sum (x - mean_x)(p - mean_p)`` over the present samples of each feature,
+    ``count`` their number, and with ``second`` ``xx`` and ``pp`` the centered
+    sums of squares of ``x`` and of the PCs over the same samples.
+    """
+    dims = tuple(sample_dims)
+    drop = [c for c in U.coords if c != COMPONENT and set(U[c].dims) & set(dims)]
+    p = U.drop_vars([c for c in drop if c not in U.indexes])
+    x = x.drop_vars([c for c in x.coords if set(x[c].dims) & set(dims) and c not in x.indexes])
+    p = p.astype(np.float64)
+    gpu_x, gpu_p = (backend.namespace(a.data) is not np for a in (x, p))
+    if gpu_p != gpu_x:  # move the PCs (small) to the data's device
+        p = p.copy(data=backend.move(p.data, "gpu" if gpu_x else "cpu"))
+    valid = x.notnull()
+    shift = x.isel({d: 0 for d in dims}, drop=True).fillna(0.0)
+    y = (x - shift).where(valid, 0.0)
+    vf = valid.astype(np.float64)
+    count = valid.sum(dims)
+    sy = y.sum(dims)
+    sp = xr.dot(vf, p, dim=dims)
+    safe = count.where(count > 0)
+    out = {"count": count, "xp": xr.dot(y, p, dim=dims) - sy * sp / safe}
+    if second:
+        out["xx"] = (y * y).sum(dims) - sy * sy / safe
+        out["pp"] = xr.dot(vf, p * p, dim=dims) - sp * sp / safe
+    return out
+
+
+# ------------------------------------------------------------------ units
+def _with_units(out: xr.DataArray, res, power: int, *, divide=None) -> xr.DataArray:
+    """Put ``units(S)**power`` (over ``divide``) on a plain result; attrs for plain data."""
+    s_units = res._unit("singular")
+    if s_units is None:
+        text = res._S.attrs.get("units")
+        if text is not None and power != 0 and divide is None:
+            out.attrs["units"] = text if power == 1 else f"({text})**{power}"
+        return out
+    units = s_units**power if power else s_units._REGISTRY.dimensionless
+    if divide is not None:
+        units = units / divide
+    if units.dimensionless:  # e.g. unit-variance PCs: leave plain
+        return out
+    return _units.quantify(out, units)
+
+
+def _weight_units(res):
+    """Pint units of the weights (None when plain), from the units of ``S`` and of the data."""
+    units = res._units
+    if units is None or units.singular is None:
+        return None
+    return units.singular / _data_delta(units, res._layout.attrs)
+
+
+def _data_delta(units, attrs: dict):
+    """The units of differences of the data (``delta_degC`` for ``degC``)."""
+    if units.data is not None:
+        return _units._delta(units.data)
+    return _units._attr_units(xr.DataArray(0, attrs=attrs), units.singular)
+
+
+def _backend_like(small: xr.DataArray, like: xr.DataArray) -> xr.DataArray:
+    """A small NumPy DataArray moved to the memory of ``like`` (CuPy when it is)."""
+    if backend.namespace(like.data) is np or backend.namespace(small.data) is not np:
+        return small
+    if backend.is_dask(small.data):
+        return small
+    return small.copy(data=backend.on_backend_of(small.data, like.data))
+
+
+# ------------------------------------------------------------- standardize
+def standardized_weights(a, weights, *, missing: str = "error", negative_missing=None):
+    """Weights that also divide each feature by its standard deviation (``ddof=0``).
+
+    For ``standardize=True``: the standard deviation of each column of the
+    (samples x features) matrix ``a`` over the samples where it is present
+    (missing values as ``missing=`` defines them), as xeofs' ``standardize``.
+    Features of standard deviation 0 or NaN (constant, or missing at every
+    sample) get weight 0. Dask data are read once here, before the
+    decomposition. Returns a NumPy vector.
+    """
+    if backend.is_packed(a):
+        raise ValueError(
+            "standardize=True needs the values of every feature, and these data are packed "
+            "genotypes. Scale genotypes with `xsvd.patterson_scaling` (PLINK 2's variance "
+            "standardization) instead."
+        )
+    rule = missing_rule(a.dtype, missing, negative_missing)
+    std = _column_std(a, rule)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(np.isfinite(std) & (std > 0), 1.0 / std, 0.0)
+    return inv if weights is None else np.asarray(weights, dtype=np.float64) * inv
+
+
+def _column_std(a, rule) -> np.ndarray:
+    """Per-column standard deviation over the present values, as a NumPy float64 vector."""
+    if backend.is_dask(a):
+        import dask.array as da
+
+        x = a.map_blocks(_masked_block, rule, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: NaN, handled
+            (std,) = backend.compute(da.nanstd(x, axis=0))
+        return backend.to_numpy(std)
+    xp = backend.namespace(a)
+    m, n = a.shape
+    step = max(1, (1 << 22) // max(m, 1))  # columns per block: ~32 MiB of float64
+    out = np.empty(n)
+    for j in range(0, n, step):
+        block = _masked_block(a[:, j : j + step], rule)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: NaN, handled
+            out[j : j + step] = backend.to_numpy(xp.nanstd(block, axis=0))
+    return out
+
+
+def _masked_block(x, rule):
+    """Float64 values with the missing ones (NaN, or negative codes) as NaN."""
+    xp = backend.namespace(x)
+    x = xp.asarray(x, dtype=np.float64)
+    if rule.active:
+        x = xp.where(rule.mask(xp, x), np.nan, x)
+    return x
+
+
+def standardized_units(units, obj: xr.DataArray):
+    """The units of a standardized decomposition: ``S`` loses the data's units."""
+    if units is None or units.singular is None:
+        return units
+    return replace(units, singular=units.singular / _data_delta(units, dict(obj.attrs)))
