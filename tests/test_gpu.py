@@ -17,6 +17,7 @@ import xarray as xr
 import xsvd
 from xsvd.core import backend as _backend
 from xsvd.core.packed import PackedGenotypes
+from xsvd.labeled.preprocess import move_dataarray
 
 
 def _gpu_available() -> bool:
@@ -175,7 +176,7 @@ def test_importing_xsvd_does_not_import_cupy():
 
 def test_device_cpu_keeps_dask_lazy(genotypes):
     lazy = genotypes.chunk(variants=2_000)
-    moved = _backend.move_dataarray(lazy, "cpu")
+    moved = move_dataarray(lazy, "cpu")
     assert moved is lazy  # already in host memory
     assert isinstance(_backend.to_host(lazy.data), da.Array)
     xr.testing.assert_identical(moved, lazy)

@@ -53,8 +53,8 @@ import xarray as xr
 
 from ..core import backend
 from ..labeled import units as _units
-from . import statistics
 from ..labeled.layout import COMPONENT
+from . import statistics
 
 __all__ = ["RotatedResult", "rotate", "varimax", "promax"]
 
@@ -64,7 +64,7 @@ UNROTATED = "unrotated"
 METHODS = ("varimax", "promax")
 
 
-class RotatedResult:
+class RotatedResult(statistics.StatisticsMethods):
     """Rotated components of an :class:`~xsvd.SVDResult` (``res.rotate(n)``).
 
     Labeled like the result it comes from, with the same statistics methods
@@ -99,26 +99,23 @@ class RotatedResult:
 
     def __init__(self, base, U, S: np.ndarray, V, T: np.ndarray, total_ss: float, settings: dict):
         self._base = base
-        self._layout = base._layout
-        self._weights = base._weights
-        self._units = base._units
         self._total_ss = float(total_ss)
         self.method = settings["method"]
         self.settings = dict(settings)
         n = S.shape[0]
         coord = {COMPONENT: np.arange(n)}
-        name = self._layout.name if self._layout.name is not None else "data"
+        name = base.layout.name if base.layout.name is not None else "data"
         s_attrs = {"long_name": f"norms of the rotated components of {name}"}
-        if "units" in base._S.attrs:
-            s_attrs["units"] = base._S.attrs["units"]
+        if "units" in base.singular_values.attrs:
+            s_attrs["units"] = base.singular_values.attrs["units"]
         self._S = xr.DataArray(S, dims=(COMPONENT,), coords=coord, name="S", attrs=s_attrs)
-        self.S = _units.quantify(self._S, self._unit("singular"))
+        self.S = _units.quantify(self._S, self.unit_of("singular"))
         self.U = U
         self.V = V
         self.rotation_matrix = xr.DataArray(
             T,
             dims=(UNROTATED, COMPONENT),
-            coords={UNROTATED: base._S[COMPONENT].values[:n], **coord},
+            coords={UNROTATED: base.singular_values[COMPONENT].values[:n], **coord},
             name="rotation_matrix",
             attrs={"long_name": f"{self.method} rotation: L_rot = L @ T"},
         )
@@ -132,7 +129,7 @@ class RotatedResult:
         )
 
     def __repr__(self) -> str:
-        L = self._layout
+        L = self._base.layout
         power = f", power={self.settings['power']}" if self.method == "promax" else ""
         return (
             f"<xsvd.RotatedResult: method={self.method!r}{power}, n={self._S.sizes[COMPONENT]}, "
@@ -140,8 +137,47 @@ class RotatedResult:
             f"features={dict((d, L.sizes[d]) for d in L.feature_dims)}>"
         )
 
-    def _unit(self, which: str):
-        return self._base._unit(which)
+    # ------------------------------------------ the public interface of results
+    # (statistics.ResultLike): the unrotated result's, but for S and the ratios
+    def unit_of(self, which: str):
+        """Pint units of ``"data"``, ``"singular"`` or ``"variance"``; None when plain."""
+        return self._base.unit_of(which)
+
+    @property
+    def singular_values(self) -> xr.DataArray:
+        """``S`` as plain numbers (never pint-quantified)."""
+        return self._S
+
+    @property
+    def units(self):
+        """The pint units of the decomposition, or None."""
+        return self._base.units
+
+    @property
+    def weights(self) -> xr.DataArray | None:
+        """The per-feature weights of the decomposition, labeled, or None."""
+        return self._base.weights
+
+    @property
+    def layout(self):
+        """The unrotated result's layout of dims (read-only)."""
+        return self._base.layout
+
+    @property
+    def sample_dims(self) -> tuple:
+        return self._base.sample_dims
+
+    @property
+    def feature_dims(self) -> tuple:
+        return self._base.feature_dims
+
+    @property
+    def n_samples(self) -> int:
+        return self._base.n_samples
+
+    @property
+    def input_attrs(self) -> dict:
+        return self._base.input_attrs
 
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
@@ -157,30 +193,6 @@ class RotatedResult:
         from ..plot import ResultPlotter
 
         return ResultPlotter(self)
-
-    # ------------------------------------------------------------ statistics
-    def eigenvalues(self, *, ddof: int = 1) -> xr.DataArray:
-        """The variance of each rotated component; see :func:`xsvd.statistics.eigenvalues`."""
-        return statistics.eigenvalues(self, ddof=ddof)
-
-    def pcs(self, *, scaling: str | int = "singular", ddof: int = 1) -> xr.DataArray:
-        """The rotated PCs, scaled; see :func:`xsvd.statistics.pcs`."""
-        return statistics.pcs(self, scaling=scaling, ddof=ddof)
-
-    def eofs(
-        self, *, scaling: str | int = "none", ddof: int = 1, unweighted: bool = False
-    ) -> xr.DataArray:
-        """The rotated patterns, scaled; see :func:`xsvd.statistics.eofs`."""
-        return statistics.eofs(self, scaling=scaling, ddof=ddof, unweighted=unweighted)
-
-    def correlation_maps(self, data: xr.DataArray) -> xr.DataArray:
-        """Rotated PCs correlated with ``data``; see :func:`xsvd.statistics.correlation_maps`."""
-        return statistics.correlation_maps(self, data)
-
-    def covariance_maps(self, data: xr.DataArray, *, ddof: int = 1) -> xr.DataArray:
-        """Unit-variance rotated PCs regressed on ``data``; see
-        :func:`xsvd.statistics.covariance_maps`."""
-        return statistics.covariance_maps(self, data, ddof=ddof)
 
     def project(self, other: xr.DataArray) -> xr.DataArray:
         """Rotated scores of new data, on the scale of ``U`` (projecting the data gives ``U``)."""
@@ -247,7 +259,7 @@ def rotate(
         power = 4 if power is None else power
         if not isinstance(power, numbers.Real) or isinstance(power, bool) or not power >= 1:
             raise ValueError(f"power must be a number >= 1 (usually 2 to 4), got {power!r}.")
-    k = res._S.sizes[COMPONENT]
+    k = res.singular_values.sizes[COMPONENT]
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 2 <= n <= k:
         raise ValueError(
             f"n must be an integer between 2 and {k} (the result's components), got {n!r}: "
@@ -258,10 +270,12 @@ def rotate(
     if not isinstance(rtol, numbers.Real) or not rtol > 0:
         raise ValueError(f"rtol must be a positive number, got {rtol!r}.")
     n = int(n)
-    layout = res._layout
+    layout = res.layout
     first = {COMPONENT: slice(0, n)}
     Vn = res.V.isel(first).transpose(COMPONENT, *layout.feature_dims)
-    vdata, sdata, total_ss = backend.compute(Vn.data, res._S.data[:n], res._d.total_ss)
+    vdata, sdata, total_ss = backend.compute(
+        Vn.data, res.singular_values.data[:n], res.decomposition.total_ss
+    )
     V = backend.to_numpy(vdata).reshape(n, -1).T
     S = np.asarray(backend.to_numpy(sdata), dtype=np.float64)
     L = V.astype(np.float64) * S

@@ -12,25 +12,23 @@ their methods here; these functions read only what a result holds:
 - :func:`correlation_maps` and :func:`covariance_maps`: the PCs correlated
   with, or regressed on, a field at every grid point (eofs'
   ``eofsAsCorrelation`` / ``eofsAsCovariance``), lazily for Dask data;
-- :func:`standardized_weights`: the weights of ``standardize=True`` (each
-  feature divided by its standard deviation), used by :mod:`xsvd.labeled.api`.
 
 Notation: ``n`` is the number of samples (the product of the sizes of the
 sample dimensions), ``ddof`` the delta degrees of freedom (1 by default, as
 in eofs and xeofs), ``lambda = S**2 / (n - ddof)`` the eigenvalues of the
 (weighted) covariance matrix.
 
-The result-like object must have ``U``, ``V``, ``_S`` (plain ``S``),
-``explained_variance_ratio``, ``_unit(which)`` (pint units or None),
-``_layout`` (:class:`~xsvd.labeled.layout.Layout`), ``_weights`` (a NumPy vector or
-None) and ``_units``.
+A result is read only through its public interface (:class:`ResultLike`):
+``U``, ``V``, ``singular_values`` (plain ``S``), ``explained_variance_ratio``,
+``unit_of(which)`` (pint units or None), ``units``, ``weights``,
+``sample_dims``, ``feature_dims``, ``n_samples`` and ``input_attrs``.
+:class:`~xsvd.SVDResult` and :class:`~xsvd.rotation.RotatedResult` both have
+it, and get the methods of :class:`StatisticsMethods`.
 """
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import xarray as xr
@@ -38,7 +36,6 @@ import xarray as xr
 from ..core import backend
 from ..labeled import units as _units
 from ..labeled.layout import COMPONENT, label_gap
-from ..core.missing import missing_rule
 
 __all__ = [
     "PC_SCALINGS",
@@ -49,8 +46,8 @@ __all__ = [
     "north_errors",
     "correlation_maps",
     "covariance_maps",
-    "standardized_weights",
-    "standardized_units",
+    "ResultLike",
+    "StatisticsMethods",
 ]
 
 #: ``pcs(scaling=)``: name -> eofs' ``pcscaling`` code.
@@ -86,7 +83,7 @@ def _scaling_code(scaling, names: dict, what: str, eofs_name: str) -> int:
 
 
 def _n_samples(res) -> int:
-    return res._layout.n_samples
+    return res.n_samples
 
 
 # ------------------------------------------------------------ eigenvalues
@@ -109,18 +106,18 @@ def eigenvalues(res, *, ddof: int = 1) -> xr.DataArray:
     """
     n = _n_samples(res)
     ddof = _check_ddof(ddof, n)
-    out = res._S**2 / (n - ddof)
+    out = res.singular_values**2 / (n - ddof)
     out.name = "eigenvalues"
     out.attrs = {"long_name": f"eigenvalues (variance of each component, ddof={ddof})"}
-    units = res._unit("variance")
-    if units is None and "units" in res._S.attrs:
-        out.attrs["units"] = f"({res._S.attrs['units']})**2"
+    units = res.unit_of("variance")
+    if units is None and "units" in res.singular_values.attrs:
+        out.attrs["units"] = f"({res.singular_values.attrs['units']})**2"
     return _units.quantify(out, units)
 
 
 def _sqrt_eigenvalues(res, ddof: int):
     """``sqrt(lambda)`` as plain numbers (a DataArray over component)."""
-    return res._S / np.sqrt(_n_samples(res) - ddof)
+    return res.singular_values / np.sqrt(_n_samples(res) - ddof)
 
 
 def pcs(res, *, scaling: str | int = "singular", ddof: int = 1) -> xr.DataArray:
@@ -156,11 +153,11 @@ def pcs(res, *, scaling: str | int = "singular", ddof: int = 1) -> xr.DataArray:
     n = _n_samples(res)
     ddof = _check_ddof(ddof, n)
     if code == 0:
-        factor, power = res._S, 1
+        factor, power = res.singular_values, 1
     elif code == 1:
         factor, power = xr.DataArray(np.sqrt(n - ddof)), 0
     else:
-        factor, power = res._S * _sqrt_eigenvalues(res, ddof), 2
+        factor, power = res.singular_values * _sqrt_eigenvalues(res, ddof), 2
     out = res.U * _backend_like(factor, res.U)
     out.name = "pcs"
     what = {0: "U * S", 1: "unit variance", 2: "U * S * sqrt(eigenvalue)"}[code]
@@ -194,7 +191,7 @@ def eofs(
     --------
     >>> import numpy as np, xsvd
     >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
-    >>> w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    >>> w = xsvd.coslat_weights(sst)
     >>> res = sst.svd(k=3, dim="time", center=True, weights=w)
     >>> eof = res.eofs(scaling="sqrt_eigenvalue", unweighted=True)
     >>> eof.dims
@@ -212,14 +209,14 @@ def eofs(
             root = 1.0 / root.where(root > 0)
         out, power = V * _backend_like(root, V), (-1 if code == 1 else 1)
     weight_units = None
-    if unweighted and res._weights is not None:
-        w = res._layout.label_feature_vector(backend.to_numpy(res._weights), "weights")
+    w = res.weights if unweighted else None
+    if w is not None:
         out = out / _backend_like(w.where(w != 0), out)
         weight_units = _weight_units(res)
-    out = out.transpose(COMPONENT, *res._layout.feature_dims)
+    out = out.transpose(COMPONENT, *res.feature_dims)
     out.name = "eofs"
     what = {0: "unit norm", 1: "V / sqrt(eigenvalue)", 2: "V * sqrt(eigenvalue)"}[code]
-    weighted = "unweighted" if unweighted and res._weights is not None else "weighted"
+    weighted = "unweighted" if w is not None else "weighted"
     out.attrs = {"long_name": f"EOFs ({what}, {weighted})"}
     out = _with_units(out, res, power, divide=weight_units)
     return out
@@ -300,14 +297,14 @@ def correlation_maps(res, data: xr.DataArray) -> xr.DataArray:
     --------
     >>> import numpy as np, xsvd
     >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
-    >>> w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    >>> w = xsvd.coslat_weights(sst)
     >>> res = sst.svd(k=3, dim="time", center=True, weights=w)
     >>> r = res.correlation_maps(sst)
     >>> r.dims, bool(abs(r).max() <= 1)
     (('component', 'lat', 'lon'), True)
     """
     x, units, name = _aligned_field(res, data)
-    m = _moments(res.U, x, res._layout.sample_dims, second=True)
+    m = _moments(res.U, x, res.sample_dims, second=True)
     with np.errstate(invalid="ignore"):
         denom = np.sqrt((m["xx"] * m["pp"]).where((m["xx"] > 0) & (m["pp"] > 0)))
     out = (m["xp"] / denom).clip(-1.0, 1.0)
@@ -343,7 +340,7 @@ def covariance_maps(res, data: xr.DataArray, *, ddof: int = 1) -> xr.DataArray:
     --------
     >>> import numpy as np, xsvd
     >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
-    >>> w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    >>> w = xsvd.coslat_weights(sst)
     >>> res = sst.svd(k=3, dim="time", center=True, weights=w)
     >>> cov = res.covariance_maps(sst)
     >>> eof = res.eofs(scaling="sqrt_eigenvalue", unweighted=True)  # the same, exact SVD
@@ -353,7 +350,7 @@ def covariance_maps(res, data: xr.DataArray, *, ddof: int = 1) -> xr.DataArray:
     n = _n_samples(res)
     ddof = _check_ddof(ddof, n)
     x, units, name = _aligned_field(res, data)
-    m = _moments(res.U, x, res._layout.sample_dims, second=False)
+    m = _moments(res.U, x, res.sample_dims, second=False)
     dof = (m["count"] - ddof).where(m["count"] > ddof)
     out = m["xp"] * np.sqrt(n - ddof) / dof
     out = out.transpose(COMPONENT, ...)
@@ -371,16 +368,16 @@ def _aligned_field(res, data) -> tuple[xr.DataArray, Any, str]:
     if not isinstance(data, xr.DataArray):
         raise TypeError(
             f"data must be an xarray.DataArray with the sample dimension(s) "
-            f"{res._layout.sample_dims} of the decomposition, got {type(data).__name__}."
+            f"{res.sample_dims} of the decomposition, got {type(data).__name__}."
         )
     plain, _, units = _units.strip(data, None)
     name = "the data" if data.name is None else str(data.name)
     U = res.U
-    for d in res._layout.sample_dims:
+    for d in res.sample_dims:
         if d not in plain.dims:
             raise ValueError(
                 f"The data have no dimension {d!r}; they need the sample dimension(s) "
-                f"{res._layout.sample_dims} of the decomposition (dims: {plain.dims})."
+                f"{res.sample_dims} of the decomposition (dims: {plain.dims})."
             )
         if d in U.indexes and d in plain.indexes and not plain.indexes[d].equals(U.indexes[d]):
             want, have = U.indexes[d], plain.indexes[d]
@@ -445,13 +442,13 @@ def _moments(U: xr.DataArray, x: xr.DataArray, sample_dims, *, second: bool) -> 
 # ------------------------------------------------------------------ units
 def _with_units(out: xr.DataArray, res, power: int, *, divide=None) -> xr.DataArray:
     """Put ``units(S)**power`` (over ``divide``) on a plain result; attrs for plain data."""
-    s_units = res._unit("singular")
+    s_units = res.unit_of("singular")
     if s_units is None:
-        text = res._S.attrs.get("units")
+        text = res.singular_values.attrs.get("units")
         if text is not None and power != 0 and divide is None:
             out.attrs["units"] = text if power == 1 else f"({text})**{power}"
         return out
-    units = s_units**power if power else s_units._REGISTRY.dimensionless
+    units = s_units**power  # dimensionless for power 0
     if divide is not None:
         units = units / divide
     if units.dimensionless:  # e.g. unit-variance PCs: leave plain
@@ -461,17 +458,10 @@ def _with_units(out: xr.DataArray, res, power: int, *, divide=None) -> xr.DataAr
 
 def _weight_units(res):
     """Pint units of the weights (None when plain), from the units of ``S`` and of the data."""
-    units = res._units
+    units = res.units
     if units is None or units.singular is None:
         return None
-    return units.singular / _data_delta(units, res._layout.attrs)
-
-
-def _data_delta(units, attrs: dict):
-    """The units of differences of the data (``delta_degC`` for ``degC``)."""
-    if units.data is not None:
-        return _units._delta(units.data)
-    return _units._attr_units(xr.DataArray(0, attrs=attrs), units.singular)
+    return units.singular / _units.data_delta(units, res.input_attrs)
 
 
 def _backend_like(small: xr.DataArray, like: xr.DataArray) -> xr.DataArray:
@@ -483,63 +473,88 @@ def _backend_like(small: xr.DataArray, like: xr.DataArray) -> xr.DataArray:
     return small.copy(data=backend.on_backend_of(small.data, like.data))
 
 
-# ------------------------------------------------------------- standardize
-def standardized_weights(a, weights, *, missing: str = "error", negative_missing=None):
-    """Weights that also divide each feature by its standard deviation (``ddof=0``).
+# ---------------------------------------------------------- the interface
+@runtime_checkable
+class ResultLike(Protocol):
+    """What these functions (and rotation and the plots) read of a result.
 
-    For ``standardize=True``: the standard deviation of each column of the
-    (samples x features) matrix ``a`` over the samples where it is present
-    (missing values as ``missing=`` defines them), as xeofs' ``standardize``.
-    Features of standard deviation 0 or NaN (constant, or missing at every
-    sample) get weight 0. Dask data are read once here, before the
-    decomposition. Returns a NumPy vector.
+    :class:`~xsvd.SVDResult` and :class:`~xsvd.rotation.RotatedResult` have it.
     """
-    if backend.is_packed(a):
-        raise ValueError(
-            "standardize=True needs the values of every feature, and these data are packed "
-            "genotypes. Scale genotypes with `xsvd.patterson_scaling` (PLINK 2's variance "
-            "standardization) instead."
-        )
-    rule = missing_rule(a.dtype, missing, negative_missing)
-    std = _column_std(a, rule)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = np.where(np.isfinite(std) & (std > 0), 1.0 / std, 0.0)
-    return inv if weights is None else np.asarray(weights, dtype=np.float64) * inv
+
+    U: xr.DataArray
+    V: xr.DataArray
+    S: xr.DataArray
+    settings: dict
+
+    @property
+    def singular_values(self) -> xr.DataArray: ...
+
+    @property
+    def explained_variance_ratio(self) -> xr.DataArray: ...
+
+    @property
+    def weights(self) -> xr.DataArray | None: ...
+
+    @property
+    def units(self) -> _units.Units | None: ...
+
+    @property
+    def sample_dims(self) -> tuple: ...
+
+    @property
+    def feature_dims(self) -> tuple: ...
+
+    @property
+    def n_samples(self) -> int: ...
+
+    @property
+    def input_attrs(self) -> dict: ...
+
+    def unit_of(self, which: str) -> Any: ...
 
 
-def _column_std(a, rule) -> np.ndarray:
-    """Per-column standard deviation over the present values, as a NumPy float64 vector."""
-    if backend.is_dask(a):
-        import dask.array as da
+class StatisticsMethods:
+    """The statistics as methods, for every :class:`ResultLike` (one home for the forwards)."""
 
-        x = a.map_blocks(_masked_block, rule, dtype=np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: NaN, handled
-            (std,) = backend.compute(da.nanstd(x, axis=0))
-        return backend.to_numpy(std)
-    xp = backend.namespace(a)
-    m, n = a.shape
-    step = max(1, (1 << 22) // max(m, 1))  # columns per block: ~32 MiB of float64
-    out = np.empty(n)
-    for j in range(0, n, step):
-        block = _masked_block(a[:, j : j + step], rule)
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: NaN, handled
-            out[j : j + step] = backend.to_numpy(xp.nanstd(block, axis=0))
-    return out
+    def eigenvalues(self: ResultLike, *, ddof: int = 1) -> xr.DataArray:
+        """The variance of each component, ``S**2 / (n_samples - ddof)``.
 
+        eofs' ``eigenvalues()`` and xeofs' ``explained_variance()`` (both
+        ``ddof=1``); see :func:`xsvd.statistics.eigenvalues`.
+        """
+        return eigenvalues(self, ddof=ddof)
 
-def _masked_block(x, rule):
-    """Float64 values with the missing ones (NaN, or negative codes) as NaN."""
-    xp = backend.namespace(x)
-    x = xp.asarray(x, dtype=np.float64)
-    if rule.active:
-        x = xp.where(rule.mask(xp, x), np.nan, x)
-    return x
+    def pcs(self: ResultLike, *, scaling: str | int = "singular", ddof: int = 1) -> xr.DataArray:
+        """The PCs: ``"singular"`` (0) ``U * S``, ``"unit"`` (1) unit variance,
+        ``"sqrt_eigenvalue"`` (2); eofs' ``pcs(pcscaling=)``.
 
+        See :func:`xsvd.statistics.pcs`.
+        """
+        return pcs(self, scaling=scaling, ddof=ddof)
 
-def standardized_units(units, obj: xr.DataArray):
-    """The units of a standardized decomposition: ``S`` loses the data's units."""
-    if units is None or units.singular is None:
-        return units
-    return replace(units, singular=units.singular / _data_delta(units, dict(obj.attrs)))
+    def eofs(
+        self: ResultLike, *, scaling: str | int = "none", ddof: int = 1, unweighted: bool = False
+    ) -> xr.DataArray:
+        """The EOFs: ``"none"`` (0) ``V``, ``"inverse_sqrt_eigenvalue"`` (1),
+        ``"sqrt_eigenvalue"`` (2); eofs' ``eofs(eofscaling=)``.
+
+        ``unweighted=True`` divides the weights out. See
+        :func:`xsvd.statistics.eofs`.
+        """
+        return eofs(self, scaling=scaling, ddof=ddof, unweighted=unweighted)
+
+    def correlation_maps(self: ResultLike, data: xr.DataArray) -> xr.DataArray:
+        """Correlation of each PC with ``data`` at every feature (eofs' ``eofsAsCorrelation``).
+
+        ``data``: the decomposed field or another one with the same samples,
+        matched by label. See :func:`xsvd.statistics.correlation_maps`.
+        """
+        return correlation_maps(self, data)
+
+    def covariance_maps(self: ResultLike, data: xr.DataArray, *, ddof: int = 1) -> xr.DataArray:
+        """Covariance of each unit-variance PC with ``data`` (eofs' ``eofsAsCovariance``).
+
+        In the data's units per standard deviation of the PC. See
+        :func:`xsvd.statistics.covariance_maps`.
+        """
+        return covariance_maps(self, data, ddof=ddof)

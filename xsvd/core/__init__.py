@@ -10,13 +10,15 @@ from __future__ import annotations
 from .common import Decomposition, fix_signs
 from .exact import exact_svd
 from .missing import InfiniteValueError, MissingValueError
-from .randomized import (
+from .options import (
     DEFAULT_KRYLOV,
     DEFAULT_MAX_PASSES,
     DEFAULT_N_OVERSAMPLES,
     DEFAULT_N_POWER_ITER,
-    randomized_svd,
+    CompressedOptions,
+    Preprocessing,
 )
+from .randomized import randomized_svd
 
 __all__ = [
     "Decomposition",
@@ -25,6 +27,8 @@ __all__ = [
     "exact_svd",
     "randomized_svd",
     "fix_signs",
+    "Preprocessing",
+    "CompressedOptions",
     "DEFAULT_N_POWER_ITER",
     "DEFAULT_N_OVERSAMPLES",
     "DEFAULT_MAX_PASSES",

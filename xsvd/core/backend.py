@@ -46,7 +46,6 @@ __all__ = [
     "bytes_per_value",
     "require_cupy",
     "move",
-    "move_dataarray",
     "to_cupy",
     "to_host",
 ]
@@ -90,9 +89,11 @@ def is_cupy(x: Any) -> bool:
 
 
 def chunk_type(x: Any) -> Any:
-    """An empty array of the type the data's chunks have (its ``_meta`` for dask)."""
+    """An empty array of the type the data's chunks have (its meta for dask)."""
     if is_dask(x):
-        return x._meta
+        from dask.array.utils import meta_from_array
+
+        return meta_from_array(x)
     return x
 
 
@@ -286,33 +287,6 @@ def to_host(x: Any) -> Any:
         meta = _block_to_numpy(chunk_type(x)[(slice(0, 0),) * x.ndim])
         return x.map_blocks(_block_to_numpy, dtype=x.dtype, meta=meta)
     return _block_to_numpy(x)
-
-
-def move_dataarray(obj, device: str | None):
-    """A DataArray with its data moved to ``device`` (None: unchanged).
-
-    Plain data go through cupy-xarray's accessor (``.cupy.as_cupy()`` /
-    ``.cupy.as_numpy()``, lazy for Dask); packed genotypes, which it does not
-    know, are moved chunk by chunk as packed bytes.
-    """
-    if device is None:
-        return obj
-    if device not in ("gpu", "cpu"):
-        raise ValueError(f"device must be 'gpu', 'cpu' or None, got {device!r}.")
-    on_gpu = namespace(obj.data) is not np
-    if (device == "gpu") == on_gpu:
-        return obj
-    if device == "gpu":
-        require_cupy()
-    if is_packed(obj.data):
-        return obj.copy(data=move(obj.data, device))
-    try:
-        import cupy_xarray  # noqa: F401  (registers DataArray.cupy)
-    except ImportError as exc:
-        raise ImportError(
-            f"Moving data between CPU and GPU needs cupy-xarray: {GPU_EXTRA_HINT}."
-        ) from exc
-    return obj.cupy.as_cupy() if device == "gpu" else obj.cupy.as_numpy()
 
 
 def move(x: Any, device: str | None) -> Any:

@@ -16,8 +16,10 @@ import warnings
 import numpy as np
 
 from . import backend
-from .missing import MissingRule, check_infinite, check_nan_counts, missing_rule
 from .common import Decomposition, Locate, fix_signs, nan_rows, validate_shape
+from .missing import MissingRule, check_infinite, check_nan_counts, missing_rule
+from .options import Preprocessing, ordered_settings, split_options, takes_options
+from .progress import Progress
 
 __all__ = ["exact_svd"]
 
@@ -25,17 +27,16 @@ __all__ = ["exact_svd"]
 _TSQR_WARN_WIDTH = 10_000
 
 
+@takes_options(Preprocessing)
 def exact_svd(
     a,
     k: int | None = None,
     *,
-    center: bool = False,
     weights=None,
-    missing: str = "error",
-    negative_missing: bool | None = None,
     locate: Locate | None = None,
     compute: bool = False,
-    progress=None,
+    progress: bool = False,
+    **options,
 ) -> Decomposition:
     """Exact (thin) SVD of ``B = (A - mean) * weights``, optionally truncated to ``k``.
 
@@ -45,7 +46,7 @@ def exact_svd(
         NumPy, CuPy or Dask array (samples x features).
     k : int, optional
         Keep the first ``k`` components (all ``min(m, n)`` when None).
-    center, weights, missing, negative_missing, locate, compute, progress
+    weights, locate, compute, progress, **options
         As for :func:`xsvd.linalg.randomized_svd` (``missing="mean"`` fills a
         float copy here, as the exact SVD needs the whole matrix anyway).
 
@@ -70,11 +71,12 @@ def exact_svd(
     >>> np.allclose(d.S, np.linalg.svd(a, compute_uv=False))
     True
     """
+    (read,) = split_options(options, (Preprocessing,), "exact_svd")
     m, n = a.shape
-    k = validate_shape(m, n, k, center=center, required=False)
+    k = validate_shape(m, n, k, center=read.center, required=False)
     dtype = np.float32 if a.dtype == np.float32 else np.float64
-    rule = missing_rule(a.dtype, missing, negative_missing)
-    B, mean, nan_mask = _prepare(a, dtype, center, weights, rule, locate)
+    rule = missing_rule(a.dtype, read.missing, read.negative_missing)
+    B, mean, nan_mask = _prepare(a, dtype, read.center, weights, rule, locate)
     if backend.is_dask(B):
         U, S, V = _tsqr_svd(B)
     else:
@@ -89,10 +91,11 @@ def exact_svd(
     if nan_mask is not None:
         V = nan_rows(V, nan_mask)
     errors = S[:, None] * backend.on_backend_of(np.zeros((1, 3)), S)  # exact: none, to rounding
-    d = Decomposition(
-        U, S, V, mean, total_ss, nan_mask, "exact", dict(k=k, missing=missing), errors
-    )
-    return d.computed(progress) if compute else d
+    settings = ordered_settings(k=k, weighted=weights is not None, **read.settings())
+    d = Decomposition(U, S, V, mean, total_ss, nan_mask, "exact", settings, errors)
+    if not compute:
+        return d
+    return d.computed(Progress() if progress and backend.is_dask(a) else None)
 
 
 def _prepare(a, dtype, center: bool, weights, rule: MissingRule, locate):

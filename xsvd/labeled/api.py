@@ -7,32 +7,63 @@ accessor all end up in :func:`_run`.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
-import numpy as np
 import xarray as xr
 
-from ..climate import statistics
-from ..core import backend
-from . import units as _units
-from .layout import Layout
-from ..core.progress import Progress
-from ..core import (
-    DEFAULT_KRYLOV,
-    DEFAULT_N_OVERSAMPLES,
-    MissingValueError,
-    exact_svd,
-    randomized_svd,
+from ..core import MissingValueError, backend, exact_svd, randomized_svd
+from ..core.options import (
+    CompressedOptions,
+    Preprocessing,
+    as_kwargs,
+    check_flag,
+    split_options,
+    takes_options,
 )
+from . import preprocess
+from . import units as _units
+from .dims import nan_hint
+from .layout import Layout
 from .result import SVDResult
 
-__all__ = ["svd", "exact", "compressed", "choose_method"]
+__all__ = ["svd", "exact", "compressed", "choose_method", "Labeling"]
 
 Dims = Hashable | Sequence[Hashable] | None
 Method = Literal["auto", "exact", "compressed"]
 Missing = Literal["error", "mean"]
 Device = Literal["gpu", "cpu"] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Labeling:
+    """The labeled API's own options (see :func:`svd` for each); declared once.
+
+    With :class:`~xsvd.core.options.Preprocessing` and
+    :class:`~xsvd.core.options.CompressedOptions` these are every option of
+    :func:`svd`, :func:`exact` and :func:`compressed`, whose signatures are
+    made from them.
+    """
+
+    dim: Dims = None
+    standardize: bool = False
+    weights: xr.DataArray | None = None
+    device: Device = None
+    compute: bool = True
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("compute", "progress", "standardize"):
+            check_flag(name, getattr(self, name))
+
+    def settings(self) -> dict:
+        """The part of ``settings`` these options make."""
+        return {"standardize": True} if self.standardize else {}
+
+
+#: The options of each entry point, in the order the options objects are built.
+_EXACT = (Labeling, Preprocessing)
+_ANY = (Labeling, Preprocessing, CompressedOptions)
 
 #: ``method="auto"`` uses the exact SVD when the shorter side of the
 #: (samples x features) matrix has at most this many entries.
@@ -71,27 +102,13 @@ def choose_method(n_samples: int, n_features: int, k: int | None) -> str:
     return "compressed"
 
 
+@takes_options(*_ANY)
 def svd(
     obj: xr.DataArray,
     k: int | None = None,
     *,
-    dim: Dims = None,
     method: Method = "auto",
-    center: bool = False,
-    standardize: bool = False,
-    weights: xr.DataArray | None = None,
-    missing: Missing = "error",
-    negative_missing: bool | None = None,
-    device: Device = None,
-    compute: bool = True,
-    progress: bool = False,
-    n_power_iter: int | None = None,
-    n_oversamples: int | None = None,
-    seed: int | None = None,
-    dtype=None,
-    krylov: bool | None = None,
-    tol: float | None = None,
-    max_passes: int | None = None,
+    **options,
 ) -> SVDResult:
     """Singular value decomposition of a labeled array, solver chosen by shape.
 
@@ -129,7 +146,7 @@ def svd(
         ``compute=False``).
     weights : xarray.DataArray, optional
         Broadcast against the feature dimensions; multiplies the (centered)
-        data, e.g. ``np.sqrt(np.cos(np.deg2rad(da.lat)))`` for area weighting.
+        data, e.g. ``xsvd.coslat_weights(da)`` (``sqrt(cos(lat))``) for area weighting.
         Quantified weights multiply their units into ``S``.
     missing : {"error", "mean"}
         Missing values other than whole-NaN features (land): ``"error"``
@@ -176,42 +193,15 @@ def svd(
     """
     if method not in ("auto", "exact", "compressed"):
         raise ValueError(f"method must be 'auto', 'exact' or 'compressed', got {method!r}.")
-    return _run(
-        obj,
-        k,
-        method=method,
-        dim=dim,
-        center=center,
-        standardize=standardize,
-        weights=weights,
-        missing=missing,
-        negative_missing=negative_missing,
-        device=device,
-        compute=compute,
-        progress=progress,
-        n_power_iter=n_power_iter,
-        n_oversamples=n_oversamples,
-        seed=seed,
-        dtype=dtype,
-        krylov=krylov,
-        tol=tol,
-        max_passes=max_passes,
-    )
+    return _run(obj, k, method, split_options(options, _ANY, "svd"))
 
 
+@takes_options(*_EXACT)
 def exact(
     obj: xr.DataArray,
     *,
     k: int | None = None,
-    dim: Dims = None,
-    center: bool = False,
-    standardize: bool = False,
-    weights: xr.DataArray | None = None,
-    missing: Missing = "error",
-    negative_missing: bool | None = None,
-    device: Device = None,
-    compute: bool = True,
-    progress: bool = False,
+    **options,
 ) -> SVDResult:
     """Exact SVD (LAPACK in memory, tall-skinny QR for Dask), optionally truncated to ``k``.
 
@@ -225,42 +215,14 @@ def exact(
     >>> S.sizes["component"]
     60
     """
-    return _run(
-        obj,
-        k,
-        method="exact",
-        dim=dim,
-        center=center,
-        standardize=standardize,
-        weights=weights,
-        missing=missing,
-        negative_missing=negative_missing,
-        device=device,
-        compute=compute,
-        progress=progress,
-    )
+    return _run(obj, k, "exact", (*split_options(options, _EXACT, "exact"), CompressedOptions()))
 
 
+@takes_options(*_ANY)
 def compressed(
     obj: xr.DataArray,
     k: int,
-    *,
-    dim: Dims = None,
-    center: bool = False,
-    standardize: bool = False,
-    weights: xr.DataArray | None = None,
-    missing: Missing = "error",
-    negative_missing: bool | None = None,
-    device: Device = None,
-    compute: bool = True,
-    progress: bool = False,
-    n_power_iter: int | None = None,
-    n_oversamples: int | None = None,
-    seed: int | None = None,
-    dtype=None,
-    krylov: bool | None = None,
-    tol: float | None = None,
-    max_passes: int | None = None,
+    **options,
 ) -> SVDResult:
     """Rank-``k`` randomized SVD that reads the data ``n_power_iter + 1`` times.
 
@@ -304,139 +266,50 @@ def compressed(
     >>> U.dims, V.dims
     (('samples', 'component'), ('component', 'variants'))
     """
-    return _run(
-        obj,
-        k,
-        method="compressed",
-        dim=dim,
-        center=center,
-        standardize=standardize,
-        weights=weights,
-        missing=missing,
-        negative_missing=negative_missing,
-        device=device,
-        compute=compute,
-        progress=progress,
-        n_power_iter=n_power_iter,
-        n_oversamples=n_oversamples,
-        seed=seed,
-        dtype=dtype,
-        krylov=krylov,
-        tol=tol,
-        max_passes=max_passes,
-    )
+    return _run(obj, k, "compressed", split_options(options, _ANY, "compressed"))
 
 
-def _run(
-    obj,
-    k,
-    *,
-    method,
-    dim,
-    center,
-    weights,
-    compute,
-    standardize=False,
-    missing="error",
-    negative_missing=None,
-    device=None,
-    progress=False,
-    n_power_iter=None,
-    n_oversamples=None,
-    seed=None,
-    dtype=None,
-    krylov=None,
-    tol=None,
-    max_passes=None,
-) -> SVDResult:
-    _check_flags(center=center, compute=compute, progress=progress, standardize=standardize)
-    _check_flags(krylov=krylov, none_too=True)
-    layout = Layout.from_dataarray(obj, dim)
+def _run(obj, k, method: str, options: tuple) -> SVDResult:
+    """validate -> layout -> units off -> device -> matrix -> weights -> solve -> labels."""
+    labeling, read, given = options
+    layout = Layout.from_dataarray(obj, labeling.dim)
     # units off: pint-quantified data and weights become their magnitudes
-    obj, weights, units = _units.strip(obj, weights)
+    obj, weights, units = _units.strip(obj, labeling.weights)
     if units is not None and units.coords:  # coordinates were quantified too
-        layout = Layout.from_dataarray(obj, dim)
-    obj = backend.move_dataarray(obj, device)
+        layout = Layout.from_dataarray(obj, labeling.dim)
+    obj = preprocess.move_dataarray(obj, labeling.device)
     backend.compute_dtype(obj.dtype)  # raises a clear error for non-numeric data
     a = layout.to_matrix(obj)
-    w = layout.weights_vector(weights)
-    if standardize:  # each feature over its standard deviation: folded into the weights
-        w = statistics.standardized_weights(
-            a, w, missing=missing, negative_missing=negative_missing
+    w = preprocess.weights_vector(layout, weights)
+    if labeling.standardize:  # each feature over its standard deviation: folded into the weights
+        w = preprocess.standardized_weights(
+            a, w, missing=read.missing, negative_missing=read.negative_missing
         )
-        units = statistics.standardized_units(units, obj)
+        units = preprocess.standardized_units(units, obj)
     m, n = a.shape
     if method == "auto":
         method = choose_method(m, n, k)
-    compressed_only = dict(
-        n_power_iter=n_power_iter,
-        n_oversamples=n_oversamples,
-        seed=seed,
-        dtype=dtype,
-        krylov=krylov,
-        tol=tol,
-        max_passes=max_passes,
+    run = dict(
+        weights=w,
+        locate=layout.feature_locator(),
+        compute=labeling.compute,
+        progress=labeling.progress,
+        **as_kwargs(read),
     )
-    show = Progress() if progress and backend.is_dask(a) else None
     if method == "exact":
-        given = [name for name, v in compressed_only.items() if v is not None]
-        if given:
-            verb, pron = ("applies", "it") if len(given) == 1 else ("apply", "them")
+        given_names = given.given()
+        if given_names:
+            verb, pron = ("applies", "it") if len(given_names) == 1 else ("apply", "them")
             raise ValueError(
-                f"{', '.join(given)} only {verb} to the compressed SVD, but the exact SVD "
+                f"{', '.join(given_names)} only {verb} to the compressed SVD, but the exact SVD "
                 f"was chosen. Drop {pron} or pass `method='compressed'`."
             )
-        d = _hinted(
-            layout,
-            exact_svd,
-            a,
-            k,
-            center=center,
-            weights=w,
-            missing=missing,
-            negative_missing=negative_missing,
-            locate=layout.feature_locator(),
-            compute=compute,
-            progress=show,
-        )
+        d = _hinted(layout, exact_svd, a, k, **run)
     else:
-        d = _hinted(
-            layout,
-            randomized_svd,
-            a,
-            k,
-            center=center,
-            weights=w,
-            n_power_iter=n_power_iter,
-            n_oversamples=DEFAULT_N_OVERSAMPLES if n_oversamples is None else n_oversamples,
-            tol=tol,
-            max_passes=max_passes,
-            seed=seed,
-            dtype=dtype,
-            missing=missing,
-            negative_missing=negative_missing,
-            krylov=DEFAULT_KRYLOV if krylov is None else bool(krylov),
-            locate=layout.feature_locator(),
-            compute=compute,
-            progress=show,
-        )
-    if standardize:
-        d = replace(d, settings={**d.settings, "standardize": True})
-    return SVDResult(d, layout, center=center, weights=w, units=units)
-
-
-def _check_flags(*, none_too: bool = False, **flags) -> None:
-    """Refuse options that must be True or False (or None) but are not, e.g. ``center="yes"``."""
-    allowed = "True, False or None" if none_too else "True or False"
-    for name, value in flags.items():
-        if value is None and none_too:
-            continue
-        if isinstance(value, bool | np.bool_):
-            continue
-        extra = ""
-        if isinstance(value, str):
-            extra = " A string is not read as a yes or no (even 'no' or 'False' is truthy)."
-        raise TypeError(f"{name} must be {allowed}, got {value!r} ({type(value).__name__}).{extra}")
+        d = _hinted(layout, randomized_svd, a, k, **run, **as_kwargs(given))
+    if labeling.settings():
+        d = replace(d, settings={**d.settings, **labeling.settings()})
+    return SVDResult(d, layout, weights=w, units=units)
 
 
 def _hinted(layout: Layout, solver, a, *args, **kwargs):
@@ -448,7 +321,7 @@ def _hinted(layout: Layout, solver, a, *args, **kwargs):
     try:
         return solver(a, *args, **kwargs)
     except MissingValueError as err:
-        hint = layout.nan_hint(a)
+        hint = nan_hint(layout, a)
         if hint is None:
             raise
         message = str(err)

@@ -9,12 +9,10 @@ takes labeled results apart again (``*_values``) when a saved result is
 reopened. :meth:`Layout.description` and :meth:`Layout.from_description`
 save and restore it (with the coordinates kept in the saved Dataset).
 
-Two input rules live here (see docs/input-rules.md):
+The default sample dimension (``dim`` omitted) is :mod:`.dims`' business,
+weights and standardization :mod:`.preprocess`'s. One input rule lives here
+(see docs/input-rules.md):
 
-- ``dim`` omitted: the first dimension is the sample dimension only when that
-  is unambiguous (:func:`default_sample_dim`): 2-D data without a time-like
-  dimension elsewhere, or a first dimension that is the only time-like one.
-  Otherwise a ``ValueError`` lists the dims and says which ``dim=`` to pass.
 - Feature dimensions of size 1 (a single pressure level, say) are squeezed:
   they are not part of the matrix, ``V`` and ``mean`` do not have them, their
   coordinates become scalar coordinates of the outputs, and
@@ -23,13 +21,14 @@ Two input rules live here (see docs/input-rules.md):
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import xarray as xr
+
+from .dims import as_dims, cftime_calendar, default_sample_dim
 
 COMPONENT = "component"
 
@@ -68,7 +67,7 @@ class Layout:
                 f"An SVD needs at least 2 dimensions (samples and features); this "
                 f"DataArray has dims {obj.dims}."
             )
-        sample_dims = (default_sample_dim(obj),) if dim is None else _as_dims(dim)
+        sample_dims = (default_sample_dim(obj),) if dim is None else as_dims(dim)
         if not sample_dims:
             raise ValueError(
                 f"dim={dim!r} names no dimension. Pass the sample dimension(s), one or more "
@@ -144,7 +143,7 @@ class Layout:
             return data
         return data.reshape(self.n_samples, self.n_features)
 
-    def _without_squeezed(self, other: xr.DataArray, what: str) -> xr.DataArray:
+    def without_squeezed(self, other: xr.DataArray, what: str) -> xr.DataArray:
         """``other`` at the single label of each squeezed dim (size 1 or selected by label)."""
         for d in self.squeezed:
             if d not in other.dims:
@@ -169,7 +168,7 @@ class Layout:
 
     def samples_matrix(self, other: xr.DataArray):
         """Stack new data with the same features: returns (matrix, sample dims, coords)."""
-        other = self._without_squeezed(other, "new data")
+        other = self.without_squeezed(other, "new data")
         extra = [d for d in self.feature_dims if d not in other.dims]
         if extra:
             raise ValueError(
@@ -198,77 +197,9 @@ class Layout:
         coords = {k: v.variable for k, v in other.coords.items() if set(v.dims) <= set(sample_dims)}
         return data, sample_dims, shape, coords
 
-    def weights_vector(self, weights) -> np.ndarray | None:
-        """Flatten feature weights (broadcast over the feature dims) to a vector."""
-        if weights is None:
-            return None
-        if not isinstance(weights, xr.DataArray):
-            if np.ndim(weights) == 0:
-                weights = xr.DataArray(weights)
-            else:
-                raise TypeError(
-                    "weights must be an xarray.DataArray over (some of) the feature "
-                    f"dimensions {self.feature_dims}, e.g. "
-                    "`np.sqrt(np.cos(np.deg2rad(da.lat)))`; got "
-                    f"{type(weights).__name__}."
-                )
-        weights = self._without_squeezed(weights, "weights")
-        bad = [d for d in weights.dims if d not in self.feature_dims]
-        if bad:
-            raise ValueError(
-                f"weights have dimension(s) {bad} that are not feature dimensions "
-                f"{self.feature_dims}. Weights multiply features; they cannot vary "
-                "along the sample dimension(s)."
-            )
-        weights = self._aligned(weights)
-        for d in weights.dims:
-            if weights.sizes[d] != self.sizes[d]:
-                raise ValueError(
-                    f"weights have {weights.sizes[d]} values along {d!r} but the data "
-                    f"have {self.sizes[d]}."
-                )
-        sizes = dict(zip(self.feature_dims, self.feature_shape, strict=True))
-        w = weights.variable.set_dims(sizes).transpose(*self.feature_dims)
-        vec = np.asarray(w.values, dtype=np.float64).reshape(-1)
-        if not np.isfinite(vec).all():
-            raise ValueError(
-                "weights contain NaN or infinite values. Give every feature a finite "
-                "weight (use 0 to ignore a feature)."
-            )
-        return vec
-
-    def _aligned(self, weights: xr.DataArray) -> xr.DataArray:
-        """Weights aligned with the data by label along every dimension both index.
-
-        As in any xarray operation: labels in another order are reordered, and
-        weights with more labels than the data are subset. Labels of the data
-        that the weights lack are an error naming the coordinate, never a
-        silent match by position.
-        """
-        for d in weights.dims:
-            if d not in weights.indexes or d not in self.coords or self.coords[d].dims != (d,):
-                continue  # no labels on one side: by position, as xarray does
-            wanted = pd.Index(np.asarray(self.coords[d].values))
-            have = weights.indexes[d]
-            if have.equals(wanted):
-                continue
-            gap = label_gap(wanted, have)
-            if gap is not None:
-                lacking, shown = gap
-                raise ValueError(
-                    f"The weights' coordinate {d!r} does not match the data's: the weights "
-                    f"have no value for {len(lacking)} of the data's {len(wanted)} {d!r} labels "
-                    f"(e.g. {shown}). Weights are matched to the data by label, as in any "
-                    f"xarray operation. Give weights on the data's coordinate, e.g. "
-                    f"`w.reindex({d}=da[{d!r}])`, or `w.assign_coords({d}=da[{d!r}])` if the "
-                    "labels differ only by rounding."
-                )
-            weights = weights.reindex({d: wanted})
-        return weights
-
     def feature_locator(self) -> FeatureLocator:
         """A small picklable object that names features in error messages."""
-        coords = self._index_values(self.feature_dims)
+        coords = self.index_values(self.feature_dims)
         return FeatureLocator(self.feature_dims, self.feature_shape, coords)
 
     # ------------------------------------------------------------ save/restore
@@ -283,9 +214,9 @@ class Layout:
             "name": None if self.name is None else str(self.name),
             "dims": [str(d) for d in self.dims],
             "sample_dims": [str(d) for d in self.sample_dims],
-            "input_attrs": _jsonable(self.attrs),
+            "input_attrs": jsonable(self.attrs),
         }
-        calendars = {str(k): c for k, v in self.coords.items() if (c := _cftime_calendar(v))}
+        calendars = {str(k): c for k, v in self.coords.items() if (c := cftime_calendar(v))}
         if calendars:
             out["cftime"] = calendars
         if self.squeezed:
@@ -314,46 +245,7 @@ class Layout:
             input_dims=tuple(description.get("input_dims") or dims),
         )
 
-    def nan_hint(self, matrix=None) -> str | None:
-        """Advice for a NaN error when the sample and feature dims look swapped, or None.
-
-        The signs: a time-like dimension (dates, or named ``time``) among the
-        features while no sample dimension is time-like; or, for an
-        in-memory NumPy ``matrix``, samples that are NaN at every feature
-        (land cells as samples), which are never left out the way all-NaN
-        features are.
-        """
-        samples = ", ".join(repr(d) for d in self.sample_dims)
-        if not any(_timelike(d, self.coords.get(d)) for d in self.sample_dims):
-            times = [d for d in self.feature_dims if _timelike(d, self.coords.get(d))]
-            if times:
-                return (
-                    f"Were the dimensions swapped? The time-like dimension {times[0]!r} is a "
-                    f"feature dimension here and the samples are along {samples}, so a grid "
-                    "cell that is missing at some times makes features missing at some "
-                    f"samples. For one sample per time step (EOFs of a field), pass "
-                    f"dim={times[0]!r}: cells that are NaN at every time step (land) are then "
-                    f"left out by themselves. To keep {samples} as the samples, drop the ones "
-                    f"that are NaN at every time step first."
-                )
-        if not isinstance(matrix, np.ndarray) or matrix.dtype.kind not in "fc":
-            return None
-        empty = np.flatnonzero(np.isnan(matrix).all(axis=1))
-        if not empty.size:
-            return None
-        where = FeatureLocator(
-            self.sample_dims, self.sample_shape, self._index_values(self.sample_dims)
-        )(empty)
-        features = self.feature_dims[0] if len(self.feature_dims) == 1 else self.feature_dims
-        return (
-            f"Were the dimensions swapped? {empty.size} of the {self.n_samples} samples are NaN "
-            f"at every feature: {where}. Features that are NaN at every sample are left out, "
-            f"samples are not. If the samples are along {features!r}, pass dim={features!r}; "
-            f"otherwise drop those samples, e.g. `da.dropna({self.sample_dims[0]!r}, "
-            "how='all')`."
-        )
-
-    def _index_values(self, dims) -> dict:
+    def index_values(self, dims) -> dict:
         """The 1-D coordinate values of ``dims`` (not too long), to name positions with."""
         return {
             d: np.asarray(self.coords[d].values)
@@ -456,12 +348,12 @@ class FeatureLocator:
         return ", ".join(parts) + more
 
 
-def _jsonable(obj: Any):
+def jsonable(obj: Any):
     """``obj`` with NumPy scalars and arrays as plain Python, anything else unknown as text."""
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):
@@ -469,74 +361,6 @@ def _jsonable(obj: Any):
     if obj is None or isinstance(obj, bool | int | float | str):
         return obj
     return str(obj)
-
-
-def default_sample_dim(obj: xr.DataArray) -> Hashable:
-    """The sample dimension when ``dim`` is omitted, or a ``ValueError`` saying what to pass.
-
-    Size-1 dimensions are left out of the choice. The first remaining
-    dimension is taken when that is unambiguous: it is the only time-like
-    one (a datetime64 or cftime coordinate, the CF attribute ``axis: T`` or
-    ``standard_name: time``, or named ``time``), or the data
-    are 2-D and neither dimension is time-like (rows are samples, as in
-    NumPy and scikit-learn). Anything else, such as ``(lat, lon, time)``
-    data (whose first dimension earlier versions took without a word), is
-    an error that lists the dims and names the ``dim=`` to pass.
-    """
-    dims = [d for d in obj.dims if obj.sizes[d] != 1] or list(obj.dims)
-    times = [d for d in dims if _timelike(d, _index_variable(obj, d))]
-    first = dims[0]
-    if times == [first] or (not times and len(dims) <= 2):
-        return first
-    shown = "(" + ", ".join(f"{d}: {obj.sizes[d]}" for d in obj.dims) + ")"
-    message = (
-        f"dim was not given, and which dimension of these {shown} data holds the samples "
-        "(the rows of the matrix; all other dimensions are features) is ambiguous: xsvd "
-        "takes the first dimension only for 2-D data or when it is the time dimension. "
-    )
-    if len(times) == 1:
-        message += (
-            f"Pass dim={times[0]!r} for one sample per time step (EOFs of a field), or name the "
-            f"sample dimension(s) you mean, e.g. dim={first!r}."
-        )
-    elif times:
-        both = "(" + ", ".join(repr(d) for d in times) + ")"
-        message += (
-            f"Several dimensions are time-like: pass one, e.g. dim={times[0]!r}, or all of "
-            f"them as samples, dim={both}."
-        )
-    else:
-        message += f"Pass the sample dimension(s), e.g. dim={first!r}."
-    raise ValueError(message)
-
-
-def _index_variable(obj: xr.DataArray, dim: Hashable) -> xr.Variable | None:
-    return obj[dim].variable if dim in obj.coords else None
-
-
-def _timelike(dim: Hashable, coord: xr.Variable | None) -> bool:
-    """Whether ``dim`` is a time axis (as eofs tells one, and cftime dates too).
-
-    Named ``time``, or its coordinate holds datetime64 or cftime dates, or
-    carries the CF attribute ``axis: T`` or ``standard_name: time``.
-    """
-    if isinstance(dim, str) and dim.lower() == "time":
-        return True
-    if coord is None or coord.ndim != 1:
-        return False
-    if coord.attrs.get("axis") == "T" or coord.attrs.get("standard_name") == "time":
-        return True
-    return coord.dtype.kind == "M" or _cftime_calendar(coord) is not None
-
-
-def _cftime_calendar(var: xr.Variable) -> str | None:
-    """The calendar of a variable of cftime dates, or None for anything else."""
-    if var.dtype != object or var.size == 0:
-        return None
-    first = np.asarray(var[(0,) * var.ndim].values).item()  # one value, even of Dask data
-    if not type(first).__module__.startswith("cftime"):
-        return None
-    return getattr(first, "calendar", None) or None
 
 
 def _as_cftime(var: xr.Variable, calendar: str) -> xr.Variable:
@@ -581,9 +405,3 @@ def _fmt(value: Any) -> str:
     if isinstance(value, np.generic):
         value = value.item()
     return repr(value) if isinstance(value, str) else str(value)
-
-
-def _as_dims(dim) -> tuple[Hashable, ...]:
-    if isinstance(dim, str) or not isinstance(dim, Sequence):
-        return (dim,)
-    return tuple(dim)

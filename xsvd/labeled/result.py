@@ -44,10 +44,9 @@ import xarray as xr
 
 from .. import io
 from ..climate import statistics
-from ..core import backend
+from ..core import Decomposition, backend
 from . import units as _units
-from .layout import COMPONENT, Layout, _jsonable
-from ..core import Decomposition
+from .layout import COMPONENT, Layout, jsonable
 
 __all__ = ["SVDResult", "open_result"]
 
@@ -67,7 +66,7 @@ _KIND_ATTRS = ("booleans", "json")
 _INT32 = (-(2**31), 2**31 - 1)
 
 
-class SVDResult:
+class SVDResult(statistics.StatisticsMethods):
     """Labeled singular value decomposition ``B ≈ U diag(S) V``.
 
     ``B`` is the data as a (samples x features) matrix, centered and weighted
@@ -100,18 +99,18 @@ class SVDResult:
         decomposition: Decomposition,
         layout: Layout,
         *,
-        center: bool,
-        weights: np.ndarray | None,
+        weights: np.ndarray | None = None,
         units: _units.Units | None = None,
+        center: bool | None = None,
     ):
         d = decomposition
         self._d = d
         self._layout = layout
         self._weights = weights
         self._units = units
-        self.center = center
+        self.center = bool(d.settings.get("center", False)) if center is None else center
         self.method = d.method
-        self.settings = dict(d.settings, center=center, weighted=weights is not None)
+        self.settings = dict(d.settings)
         name = layout.name if layout.name is not None else "data"
         self.U = layout.label_samples(
             d.U, "U", {"long_name": f"left singular vectors (sample scores) of {name}"}
@@ -190,12 +189,71 @@ class SVDResult:
 
     def _with(self, d: Decomposition) -> SVDResult:
         return SVDResult(
-            d, self._layout, center=self.center, weights=self._weights, units=self._units
+            d, self._layout, weights=self._weights, units=self._units, center=self.center
         )
 
     def _unit(self, which: str):
         """Pint units of ``"data"``, ``"singular"`` or ``"variance"``; None when plain."""
         return None if self._units is None else getattr(self._units, which)
+
+    # ---------------------------------------------------- public interface
+    # What the field modules (statistics, rotation, genomics, plots) and the
+    # saved form read of a result: nothing else, never private attributes.
+    @property
+    def layout(self) -> Layout:
+        """How the input's dims map to the (samples x features) matrix (read-only)."""
+        return self._layout
+
+    @property
+    def decomposition(self) -> Decomposition:
+        """The unlabeled arrays the solver returned (read-only)."""
+        return self._d
+
+    @property
+    def sample_dims(self) -> tuple:
+        """The sample dimension(s): the rows of the decomposed matrix."""
+        return self._layout.sample_dims
+
+    @property
+    def feature_dims(self) -> tuple:
+        """The feature dimensions (size-1 ones squeezed): the columns of the matrix."""
+        return self._layout.feature_dims
+
+    @property
+    def n_samples(self) -> int:
+        """The number of samples (rows of the matrix)."""
+        return self._layout.n_samples
+
+    @property
+    def input_attrs(self) -> dict:
+        """A copy of the decomposed DataArray's attributes."""
+        return dict(self._layout.attrs)
+
+    @property
+    def units(self) -> _units.Units | None:
+        """The pint units of the decomposition (:class:`xsvd.labeled.units.Units`), or None."""
+        return self._units
+
+    def unit_of(self, which: str):
+        """Pint units of ``"data"``, ``"singular"`` or ``"variance"``; None when plain."""
+        return self._unit(which)
+
+    @property
+    def singular_values(self) -> xr.DataArray:
+        """``S`` as plain numbers (never pint-quantified), for ratios and scalings."""
+        return self._S
+
+    @property
+    def weights_vector(self):
+        """The per-feature weights as the solver used them (a flat array), or None."""
+        return self._weights
+
+    @property
+    def weights(self) -> xr.DataArray | None:
+        """The per-feature weights, labeled over the feature dims (plain numbers), or None."""
+        if self._weights is None:
+            return None
+        return self._layout.label_feature_vector(backend.to_numpy(self._weights), "weights")
 
     # ------------------------------------------------------------- derived
     @property
@@ -267,35 +325,9 @@ class SVDResult:
         return xr.Dataset(data, coords=coords)
 
     # ---------------------------------------------------------- statistics
-    # The statistics EOF papers report, and rotation: thin forwards to
-    # xsvd.statistics and xsvd.rotation (their docstrings have the details).
-    def eigenvalues(self, *, ddof: int = 1) -> xr.DataArray:
-        """The variance of each component, ``S**2 / (n_samples - ddof)``.
-
-        eofs' ``eigenvalues()`` and xeofs' ``explained_variance()`` (both
-        ``ddof=1``); see :func:`xsvd.statistics.eigenvalues`.
-        """
-        return statistics.eigenvalues(self, ddof=ddof)
-
-    def pcs(self, *, scaling: str | int = "singular", ddof: int = 1) -> xr.DataArray:
-        """The PCs: ``"singular"`` (0) ``U * S``, ``"unit"`` (1) unit variance,
-        ``"sqrt_eigenvalue"`` (2); eofs' ``pcs(pcscaling=)``.
-
-        See :func:`xsvd.statistics.pcs`.
-        """
-        return statistics.pcs(self, scaling=scaling, ddof=ddof)
-
-    def eofs(
-        self, *, scaling: str | int = "none", ddof: int = 1, unweighted: bool = False
-    ) -> xr.DataArray:
-        """The EOFs: ``"none"`` (0) ``V``, ``"inverse_sqrt_eigenvalue"`` (1),
-        ``"sqrt_eigenvalue"`` (2); eofs' ``eofs(eofscaling=)``.
-
-        ``unweighted=True`` divides the weights out. See
-        :func:`xsvd.statistics.eofs`.
-        """
-        return statistics.eofs(self, scaling=scaling, ddof=ddof, unweighted=unweighted)
-
+    # The statistics EOF papers report come from StatisticsMethods (eigenvalues,
+    # pcs, eofs, correlation_maps, covariance_maps); North errors and rotation
+    # are for unrotated results only.
     def north_errors(self, *, ddof: int = 1, ratio: bool = False) -> xr.DataArray:
         """North et al. (1982) typical errors of the eigenvalues, ``lambda * sqrt(2 / n)``.
 
@@ -303,22 +335,6 @@ class SVDResult:
         ``explained_variance_ratio``. See :func:`xsvd.statistics.north_errors`.
         """
         return statistics.north_errors(self, ddof=ddof, ratio=ratio)
-
-    def correlation_maps(self, data: xr.DataArray) -> xr.DataArray:
-        """Correlation of each PC with ``data`` at every feature (eofs' ``eofsAsCorrelation``).
-
-        ``data``: the decomposed field or another one with the same samples,
-        matched by label. See :func:`xsvd.statistics.correlation_maps`.
-        """
-        return statistics.correlation_maps(self, data)
-
-    def covariance_maps(self, data: xr.DataArray, *, ddof: int = 1) -> xr.DataArray:
-        """Covariance of each unit-variance PC with ``data`` (eofs' ``eofsAsCovariance``).
-
-        In the data's units per standard deviation of the PC. See
-        :func:`xsvd.statistics.covariance_maps`.
-        """
-        return statistics.covariance_maps(self, data, ddof=ddof)
 
     def rotate(
         self,
@@ -489,7 +505,7 @@ class SVDResult:
                 pass
             else:
                 kinds["json"].append(key)
-                value = json.dumps(value if isinstance(value, int) else _jsonable(value))
+                value = json.dumps(value if isinstance(value, int) else jsonable(value))
             attrs[f"xsvd_{key}"] = value
         attrs.update({f"xsvd_{k}": json.dumps(v) for k, v in kinds.items() if v})
         ds.attrs = attrs

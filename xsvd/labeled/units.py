@@ -31,7 +31,17 @@ from typing import Any
 
 import xarray as xr
 
-__all__ = ["Units", "is_quantity", "strip", "quantify", "dequantify", "magnitude_in"]
+__all__ = [
+    "Units",
+    "is_quantity",
+    "strip",
+    "quantify",
+    "dequantify",
+    "magnitude_in",
+    "delta",
+    "attr_units",
+    "data_delta",
+]
 
 
 @dataclass(frozen=True)
@@ -104,7 +114,7 @@ def strip(obj: xr.DataArray, weights: Any) -> tuple[xr.DataArray, Any, Units | N
     weights, weight_units = _split(weights)
     if data_units is None and weight_units is None:
         return plain, weights, (Units(None, None, coords) if coords else None)
-    s_units = _delta(data_units) if data_units is not None else _attr_units(obj, weight_units)
+    s_units = delta(data_units) if data_units is not None else attr_units(obj, weight_units)
     if weight_units is not None:
         s_units = s_units * weight_units
     return plain, weights, Units(data=data_units, singular=s_units, coords=coords)
@@ -114,13 +124,13 @@ def _registry(units: Any):
     return units._REGISTRY
 
 
-def _delta(units: Any) -> Any:
+def delta(units: Any) -> Any:
     """``units`` for differences: ``delta_degC`` for ``degC``, unchanged when multiplicative."""
     zero = _registry(units).Quantity(0.0, units)
     return (zero - zero).units
 
 
-def _attr_units(obj: xr.DataArray, weight_units: Any) -> Any:
+def attr_units(obj: xr.DataArray, weight_units: Any) -> Any:
     """Units of plain data, from its ``units`` attribute (dimensionless without one)."""
     reg = _registry(weight_units)
     text = obj.attrs.get("units")
@@ -129,13 +139,24 @@ def _attr_units(obj: xr.DataArray, weight_units: Any) -> Any:
     import pint
 
     try:
-        return _delta(reg.parse_units(str(text)))
+        return delta(reg.parse_units(str(text)))
     except (pint.PintError, ValueError) as exc:
         raise ValueError(
             f"The weights carry units ({weight_units}), so the singular values get units "
             f"too, but the data's units attribute {text!r} is not a unit pint knows. "
             "Quantify the data (e.g. `da.pint.quantify('K')`) or pass plain weights."
         ) from exc
+
+
+def data_delta(units: Units, attrs: dict) -> Any:
+    """The units of differences of the data (``delta_degC`` for ``degC``).
+
+    From the quantified data's units, or for plain data with quantified
+    weights from their ``units`` attribute (``attrs``).
+    """
+    if units.data is not None:
+        return delta(units.data)
+    return attr_units(xr.DataArray(0, attrs=attrs), units.singular)
 
 
 def quantify(obj: xr.DataArray, units: Any) -> xr.DataArray:

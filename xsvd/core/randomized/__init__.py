@@ -10,18 +10,6 @@ running the steps eagerly or with Dask.
 
 from __future__ import annotations
 
-from .solver import (
-    DEFAULT_KRYLOV,
-    DEFAULT_MAX_PASSES,
-    DEFAULT_N_OVERSAMPLES,
-    DEFAULT_N_POWER_ITER,
-    randomized_svd,
-)
+from .solver import randomized_svd
 
-__all__ = [
-    "randomized_svd",
-    "DEFAULT_N_POWER_ITER",
-    "DEFAULT_N_OVERSAMPLES",
-    "DEFAULT_MAX_PASSES",
-    "DEFAULT_KRYLOV",
-]
+__all__ = ["randomized_svd"]

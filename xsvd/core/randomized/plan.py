@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from ...options import OPTIONS
 from .. import backend
 from ..missing import Locate, MissingRule
-from ...options import OPTIONS
+from ..options import CompressedOptions
 from .executors import Eager, Executor, Lazy, Stepwise
 
 __all__ = ["Problem", "ReadSpec", "SAMPLES", "FEATURES", "plan"]
@@ -47,10 +48,11 @@ class Problem:
         Feature weights ``w`` on the data's backend, float64.
     missing : MissingRule
         What counts as missing and what is done with it.
+    options : CompressedOptions
+        The solver's options as given, defaults filled in (``krylov``,
+        ``tol``, ``max_passes``, ...); ``n_power_iter`` above is what runs.
     locate : callable or None
         Names features in error messages (flat indices -> text).
-    krylov : bool
-        Finish on the span of every pass's sketch instead of the last one.
     stripes : {"samples", "features"}
         Which way the data are cut (see :func:`plan`).
     sub_block : int
@@ -66,11 +68,6 @@ class Problem:
         A power of two ``weights`` were multiplied by (1: none).
     rescaled : bool
         The first pass was read again with ``scale`` (one more read).
-    tol : float or None
-        Pass over the data until every error estimate is below this
-        (relative), up to ``max_passes``; None: ``n_power_iter + 1`` passes.
-    max_passes : int
-        With ``tol``: the most passes (reads of the data, the first included).
     """
 
     n_samples: int
@@ -79,19 +76,17 @@ class Problem:
     width: int
     n_power_iter: int
     dtype: np.dtype
+    options: CompressedOptions
     center: bool
     weights: Any
     missing: MissingRule
     locate: Locate | None
-    krylov: bool
     stripes: str
     sub_block: int
     watch_range: bool = False
     scale: float = 1.0
     weight_scale: float = 1.0
     rescaled: bool = False
-    tol: float | None = None
-    max_passes: int = 0
 
     @property
     def thin_length(self) -> int:

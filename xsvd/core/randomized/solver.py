@@ -82,8 +82,16 @@ from dataclasses import replace
 import numpy as np
 
 from .. import backend
-from ..missing import missing_rule
 from ..common import Decomposition, Locate, fix_signs, nan_rows, validate_shape
+from ..missing import missing_rule
+from ..options import (
+    CompressedOptions,
+    Preprocessing,
+    ordered_settings,
+    split_options,
+    takes_options,
+)
+from ..progress import Progress
 from .feature_stripes import FeatureStripes
 from .plan import (
     SAFE_MAGNITUDE,
@@ -108,38 +116,19 @@ from .small import (
 )
 from .state import Carry, Sketch
 
-__all__ = [
-    "randomized_svd",
-    "DEFAULT_N_POWER_ITER",
-    "DEFAULT_N_OVERSAMPLES",
-    "DEFAULT_MAX_PASSES",
-    "DEFAULT_KRYLOV",
-]
-
-DEFAULT_N_POWER_ITER = 7
-DEFAULT_N_OVERSAMPLES = 10
-DEFAULT_MAX_PASSES = 20
-DEFAULT_KRYLOV = True
+__all__ = ["randomized_svd"]
 
 
+@takes_options(Preprocessing, CompressedOptions)
 def randomized_svd(
     a,
     k: int,
     *,
-    center: bool = False,
     weights=None,
-    n_power_iter: int | None = None,
-    n_oversamples: int = DEFAULT_N_OVERSAMPLES,
-    tol: float | None = None,
-    max_passes: int | None = None,
-    seed: int | None = None,
-    dtype=None,
-    missing: str = "error",
-    negative_missing: bool | None = None,
-    krylov: bool = DEFAULT_KRYLOV,
     locate: Locate | None = None,
     compute: bool = False,
-    progress=None,
+    progress: bool = False,
+    **options,
 ) -> Decomposition:
     """Rank-``k`` randomized SVD of ``B = (A - mean) * weights``.
 
@@ -192,15 +181,19 @@ def randomized_svd(
         small sketches and a little more small math.
     locate : callable, optional
         Turns flat feature indices into a readable location for error messages.
+    **options
+        The fields of :class:`~xsvd.core.options.Preprocessing` (``center``,
+        ``missing``, ``negative_missing``) and
+        :class:`~xsvd.core.options.CompressedOptions` (the others above).
     compute : bool
         Dask input only. True: return computed (NumPy or CuPy) arrays; the
         passes are then computed one by one (each one ``dask.compute`` of
         small results), so each chunk is read afresh per pass and held by no
         later pass, whatever the input's own graph. False: return Dask arrays
         of one lazy graph for all passes.
-    progress : object, optional
-        With ``compute=True``: an object whose ``compute(obj, step)`` computes
-        each pass while showing progress (see ``xsvd.core.progress.Progress``).
+    progress : bool
+        With ``compute=True`` and Dask input: show a progress bar per pass
+        (see :class:`xsvd.core.progress.Progress`).
 
     Returns
     -------
@@ -259,35 +252,14 @@ def randomized_svd(
     >>> bool((d.errors[:, 0] < 1e-3 * d.S).all())  # estimated errors of S
     True
     """
+    read, given = split_options(options, (Preprocessing, CompressedOptions), "randomized_svd")
     m, n = a.shape
-    k = validate_shape(m, n, k, center=center, required=True)
-    if tol is not None:
-        if n_power_iter is not None:
-            raise ValueError(
-                "Pass either n_power_iter (a fixed number of passes) or tol (pass until the "
-                "error estimates are below it), not both."
-            )
-        if not (isinstance(tol, float | int | np.floating) and 0 < tol < 1):
-            raise ValueError(f"tol must be a number between 0 and 1, e.g. 1e-3, got {tol!r}.")
-        max_passes = DEFAULT_MAX_PASSES if max_passes is None else max_passes
-        if not isinstance(max_passes, int | np.integer) or max_passes < 1:
-            raise ValueError(f"max_passes must be an integer >= 1, got {max_passes!r}.")
-        if backend.is_dask(a) and not compute:
-            raise ValueError(
-                "tol decides after each pass whether to read the data again, so it needs "
-                "computed results: pass compute=True (the default of the labeled API)."
-            )
-        n_power_iter = 0
-    elif max_passes is not None:
-        raise ValueError("max_passes bounds the passes that tol asks for: pass tol too.")
-    n_power_iter = DEFAULT_N_POWER_ITER if n_power_iter is None else n_power_iter
-    if not isinstance(n_power_iter, int | np.integer) or n_power_iter < 0:
-        raise ValueError(f"n_power_iter must be an integer >= 0, got {n_power_iter!r}.")
-    if not isinstance(n_oversamples, int | np.integer) or n_oversamples < 0:
-        raise ValueError(f"n_oversamples must be an integer >= 0, got {n_oversamples!r}.")
-    ctype = backend.compute_dtype(a.dtype, dtype)
-    rule = missing_rule(a.dtype, missing, negative_missing)
-    stripes, sub_block, ex = plan(a, compute, progress)
+    k = validate_shape(m, n, k, center=read.center, required=True)
+    opts = given.resolved(lazy=backend.is_dask(a) and not compute)
+    ctype = backend.compute_dtype(a.dtype, opts.dtype)
+    rule = missing_rule(a.dtype, read.missing, read.negative_missing)
+    show = Progress() if progress and compute and backend.is_dask(a) else None
+    stripes, sub_block, ex = plan(a, compute, show)
     w = None if weights is None else np.asarray(backend.to_numpy(weights), dtype=np.float64)
     weight_scale = 1.0
     if w is not None and w.size:
@@ -297,47 +269,46 @@ def randomized_svd(
         n_samples=m,
         n_features=n,
         k=k,
-        width=min(k + n_oversamples, m, n),
-        n_power_iter=int(n_power_iter),
+        width=min(k + opts.n_oversamples, m, n),
+        n_power_iter=opts.n_power_iter,
         dtype=ctype,
-        center=center,
+        options=opts,
+        center=read.center,
         weights=None if w is None else backend.on_backend_of(w, a),
         missing=rule,
         locate=locate,
-        krylov=bool(krylov),
         stripes=stripes,
         sub_block=sub_block,
         watch_range=watches_range(a),
         weight_scale=weight_scale,
-        tol=None if tol is None else float(tol),
-        max_passes=0 if max_passes is None else int(max_passes),
     )
-    if progress is not None:
-        progress.total = problem.passes if tol is None else problem.max_passes
-    omega = backend.standard_normal(ex.xp, seed, (problem.thin_length, problem.width), np.float64)
-    stripe_side, thin_side, S, errors, stats, problem = _passes(ex, problem, omega, progress)
+    if show is not None:
+        show.total = problem.passes if opts.tol is None else opts.max_passes
+    omega = backend.standard_normal(
+        ex.xp, opts.seed, (problem.thin_length, problem.width), np.float64
+    )
+    stripe_side, thin_side, S, errors, stats, problem = _passes(ex, problem, omega, show)
     S, errors, stats = _scaled_back(S, errors, stats, problem)
     U, V = (stripe_side, thin_side) if stripes == SAMPLES else (thin_side, stripe_side)
     U, V = fix_signs(U, V)
     if stats.nan_mask is not None:
         V = nan_rows(V, stats.nan_mask)
-    settings = dict(
+    settings = ordered_settings(
         k=k,
         n_power_iter=problem.n_power_iter,
-        n_oversamples=int(n_oversamples),
-        seed=seed,
         dtype=str(ctype),
         stripes=stripes,
         passes=problem.passes,
-        missing=missing,
-        krylov=problem.krylov,
+        weighted=weights is not None,
+        **read.settings(),
+        **opts.settings(),
     )
-    if tol is not None:  # computed: say what was reached
+    if opts.tol is not None:  # computed: say what was reached
         reached = float(backend.to_numpy(relative_errors(errors, S)).max())
-        settings.update(tol=problem.tol, max_passes=problem.max_passes, estimated_error=reached)
-        if reached > tol:
+        settings = ordered_settings(**settings, estimated_error=reached)
+        if reached > opts.tol:
             warnings.warn(
-                f"tol={tol:g} was not reached in max_passes={problem.max_passes} passes over "
+                f"tol={opts.tol:g} was not reached in max_passes={opts.max_passes} passes over "
                 f"the data: the largest estimated relative error is {reached:.3g}. Pass a "
                 "larger max_passes, a larger n_oversamples (wider sketches converge faster), "
                 "or accept the estimates (res.errors).",
@@ -349,7 +320,7 @@ def randomized_svd(
     )
 
 
-def _passes(ex, problem: Problem, omega, progress=None):
+def _passes(ex, problem: Problem, omega, progress: Progress | None = None):
     """The passes over the data and the final step: the algorithm, orientation aside.
 
     Returns the stripe-side and thin-side singular vectors, the singular
@@ -362,13 +333,13 @@ def _passes(ex, problem: Problem, omega, progress=None):
     carry = Carry(basis=start, fill=side.prepare())
     if carry.fill is not None:
         carry = ex.end_pass(carry)  # the means' own read
-    adaptive = problem.tol is not None
+    adaptive = problem.options.tol is not None
     p = 0
     while True:
         last = (
             (not adaptive and p == problem.n_power_iter)
-            or (adaptive and p + 1 + problem.extra_passes >= problem.max_passes)
-            or (problem.krylov and _krylov_room(problem, p + 1) == 0)  # the space is full
+            or (adaptive and p + 1 + problem.extra_passes >= problem.options.max_passes)
+            or (problem.options.krylov and _krylov_room(problem, p + 1) == 0)  # the space is full
         )
         carry = _one_pass(ex, problem, side, carry, first=p == 0, last=last, keep=adaptive)
         if p == 0 and problem.watch_range and ex.concrete:
@@ -379,7 +350,7 @@ def _passes(ex, problem: Problem, omega, progress=None):
                 side = _side(ex, problem)
                 carry = Carry(basis=start, fill=carry.fill)
                 if progress is not None:
-                    progress.total = problem.passes if not adaptive else problem.max_passes
+                    progress.total = problem.passes if not adaptive else problem.options.max_passes
                 continue
         if last or (adaptive and _converged(ex, problem, carry.sketches)):
             break
@@ -406,13 +377,13 @@ def _one_pass(
         # one lazy graph cannot read the first pass again: refuse what it cannot multiply
         checked = ex.call(_within_range, sketch.cross, side.value_range(stats), problem.dtype)
         sketch = replace(sketch, cross=checked)
-    if problem.krylov:  # the final step uses every pass's sketch
+    if problem.options.krylov:  # the final step uses every pass's sketch
         kept = [*carry.sketches, sketch if (last or keep) else replace(sketch, gram=None)]
     else:  # only the last one
         kept = [sketch] if (last or keep) else [replace(sketch, blocks=None, gram=None)]
     if last:
         return ex.end_pass(Carry(None, stats, kept, carry.fill))
-    if problem.krylov:  # block Lanczos: the next block orthogonal to all before
+    if problem.options.krylov:  # block Lanczos: the next block orthogonal to all before
         room = _krylov_room(problem, len(kept))
         basis = ex.call(orth_against, sketch.cross, [s.basis for s in kept], room)
     else:  # subspace iteration
@@ -442,10 +413,10 @@ def _converged(ex, problem: Problem, sketches: list[Sketch]) -> bool:
 
     Measured on the thin-side Ritz values, which the final step can only improve.
     """
-    if len(sketches) == 1 and problem.krylov:
+    if len(sketches) == 1 and problem.options.krylov:
         return False  # the Ritz pairs of the first (random) basis say nothing yet
     errors, S = thin_errors(*_estimate_inputs(sketches), problem.k, problem.dtype)
-    return bool(backend.to_numpy(relative_errors(errors, S)).max() <= problem.tol)
+    return bool(backend.to_numpy(relative_errors(errors, S)).max() <= problem.options.tol)
 
 
 def _listed(*items):
@@ -506,7 +477,7 @@ def _final_factors(ex, problem: Problem, sketches: list[Sketch]):
     """
     k, dtype = problem.k, problem.dtype
     last = sketches[-1]
-    if problem.krylov and problem.n_power_iter > 0:
+    if problem.options.krylov and problem.n_power_iter > 0:
         rows = ex.call(_listed, *[s.mean_row for s in sketches])  # one task argument
         others = tuple(s.blocks for s in sketches[1:])
         gram = ex.sum(ex.map(krylov_gram, sketches[0].blocks, rows, per_stripe=others))

@@ -1,0 +1,104 @@
+"""The shape of the package, checked: layers, public interfaces, module sizes.
+
+- the array core (``xsvd.core``) never imports xarray or pint;
+- no module reads another module's (or object's) private names: ``obj._x``
+  only for ``self``/``cls``, and no ``from .mod import _x`` across modules;
+- no module is over 600 lines;
+- dask graphs through public APIs only (no ``HighLevelGraph`` layers of
+  tuple tasks, no ``Delayed(key, graph)``), and no private xarray API.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "xsvd"
+MODULES = sorted(ROOT.rglob("*.py"))
+MAX_LINES = 600
+
+#: ``module path: attribute`` reads of private names that are not xsvd's own
+#: coupling, each with its reason.
+ALLOWED_PRIVATE = {
+    # pint has no public accessor of a unit's registry; the one place that knows pint
+    ("labeled/units.py", "_REGISTRY"),
+}
+
+
+def _relative(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_reads(source: str, name: str) -> list[str]:
+    tree = ast.parse(source, filename=name)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if (name, node.attr) in ALLOWED_PRIVATE:
+                continue
+            found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            for alias in node.names:
+                if _private(alias.name):
+                    found.append(f"{name}:{node.lineno}: import of {alias.name}")
+    return found
+
+
+def test_core_never_imports_xarray_or_pint():
+    code = (
+        "import importlib, pkgutil, sys, types\n"
+        "sys.modules['xarray'] = None; sys.modules['pint'] = None\n"
+        f"pkg = types.ModuleType('xsvd'); pkg.__path__ = [{str(ROOT)!r}]\n"
+        "sys.modules['xsvd'] = pkg\n"
+        "import xsvd.core as core\n"
+        "names = [m.name for m in pkgutil.walk_packages(core.__path__, 'xsvd.core.')]\n"
+        "for name in names: importlib.import_module(name)\n"
+        "import numpy as np\n"
+        "d = core.randomized_svd(np.eye(30)[:, :20], 3, seed=0)\n"
+        "assert d.S.shape == (3,) and core.exact_svd(np.eye(5)).S.shape == (5,)\n"
+        "print(len(names))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert int(out.stdout) >= 10  # every module of the core was imported
+
+
+def test_no_module_reads_private_names_of_another():
+    found = [line for p in MODULES for line in _private_reads(p.read_text(), _relative(p))]
+    assert not found, "private names read across modules or objects:\n" + "\n".join(found)
+
+
+def test_the_private_name_check_can_fail():
+    source = (
+        "from .result import _plain\n"
+        "def f(self, res):\n"
+        "    return self._d, res._layout, res.__class__, type(res)._meta\n"
+    )
+    found = _private_reads(source, "bad.py")
+    assert {line.split(": ", 1)[1] for line in found} == {
+        "import of _plain",
+        "res._layout",
+        "type(res)._meta",
+    }
+
+
+@pytest.mark.parametrize("path", MODULES, ids=_relative)
+def test_modules_are_small(path):
+    n = len(path.read_text().splitlines())
+    assert n <= MAX_LINES, f"{_relative(path)} has {n} lines; split it by concern"
+
+
+def test_public_apis_only_for_dask_graphs_and_xarray_accessors():
+    banned = ("HighLevelGraph", "Delayed(", "_CachedAccessor", "dask.highlevelgraph")
+    found = [f"{_relative(p)}: {word}" for p in MODULES for word in banned if word in p.read_text()]
+    assert not found, found

@@ -1,0 +1,236 @@
+"""The options of a decomposition, each declared once.
+
+Frozen dataclasses, built once at the public boundary (the labeled API, or a
+direct call of the core's solvers) and handed down as objects, as xeofs'
+``solver_kwargs`` and flox's forwarded options are:
+
+- :class:`Preprocessing`: how the data are read, for every solver (centering,
+  missing values);
+- :class:`CompressedOptions`: the randomized solver's own (passes, sketch,
+  seed, precision, block Krylov, ``tol``).
+
+Adding an option is a field here plus its use. The public functions take the
+fields as keyword arguments (their signatures are made from the fields, see
+:func:`takes_options`), and ``settings`` of a result are derived from these
+objects (:meth:`Preprocessing.settings`, :meth:`CompressedOptions.settings`).
+The core never changes an options object it is given (they are frozen);
+:meth:`CompressedOptions.resolved` returns a new one with the defaults filled in.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import MISSING, asdict, dataclass, fields, replace
+from typing import Any, Literal
+
+import numpy as np
+
+__all__ = [
+    "Preprocessing",
+    "CompressedOptions",
+    "DEFAULT_N_POWER_ITER",
+    "DEFAULT_N_OVERSAMPLES",
+    "DEFAULT_MAX_PASSES",
+    "DEFAULT_KRYLOV",
+    "check_flag",
+    "ordered_settings",
+    "split_options",
+    "takes_options",
+]
+
+DEFAULT_N_POWER_ITER = 7
+DEFAULT_N_OVERSAMPLES = 10
+DEFAULT_MAX_PASSES = 20
+DEFAULT_KRYLOV = True
+
+MISSING_OPTIONS = ("error", "mean")
+
+
+def check_flag(name: str, value: Any, *, none_too: bool = False) -> None:
+    """Refuse options that must be True or False (or None) but are not, e.g. ``center="yes"``."""
+    if (value is None and none_too) or isinstance(value, bool | np.bool_):
+        return
+    allowed = "True, False or None" if none_too else "True or False"
+    extra = ""
+    if isinstance(value, str):
+        extra = " A string is not read as a yes or no (even 'no' or 'False' is truthy)."
+    raise TypeError(f"{name} must be {allowed}, got {value!r} ({type(value).__name__}).{extra}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Preprocessing:
+    """How the matrix ``B = (A - 1 mu^T) diag(w)`` is read, for every solver.
+
+    Attributes
+    ----------
+    center : bool
+        Remove each feature's mean over the samples.
+    missing : {"error", "mean"}
+        Missing values other than whole-NaN features: an error, or each
+        stands for its feature's mean (see :mod:`xsvd.core.missing`).
+    negative_missing : bool, optional
+        Whether negative values count as missing (default: in integer data
+        with ``missing="mean"``).
+    """
+
+    center: bool = False
+    missing: Literal["error", "mean"] = "error"
+    negative_missing: bool | None = None
+
+    def __post_init__(self) -> None:
+        check_flag("center", self.center)
+        check_flag("negative_missing", self.negative_missing, none_too=True)
+
+    def settings(self) -> dict:
+        """The part of ``settings`` these options make."""
+        return {"missing": self.missing, "center": bool(self.center)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompressedOptions:
+    """The randomized solver's options; see :func:`xsvd.compressed` for each.
+
+    None means "the default", filled in by :meth:`resolved`.
+    """
+
+    n_power_iter: int | None = None
+    n_oversamples: int | None = None
+    seed: int | None = None
+    dtype: Any = None
+    krylov: bool | None = None
+    tol: float | None = None
+    max_passes: int | None = None
+
+    def __post_init__(self) -> None:
+        check_flag("krylov", self.krylov, none_too=True)
+
+    def given(self) -> list[str]:
+        """The names of the options set (not None), for errors about the exact SVD."""
+        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+
+    def resolved(self, *, lazy: bool) -> CompressedOptions:
+        """A copy with every default filled in and every value checked.
+
+        ``lazy``: the results are one lazy graph (Dask with ``compute=False``),
+        which ``tol`` cannot work with.
+        """
+        n_power_iter, max_passes, tol = self.n_power_iter, self.max_passes, self.tol
+        if tol is not None:
+            if n_power_iter is not None:
+                raise ValueError(
+                    "Pass either n_power_iter (a fixed number of passes) or tol (pass until "
+                    "the error estimates are below it), not both."
+                )
+            if not (isinstance(tol, float | int | np.floating) and 0 < tol < 1):
+                raise ValueError(f"tol must be a number between 0 and 1, e.g. 1e-3, got {tol!r}.")
+            max_passes = DEFAULT_MAX_PASSES if max_passes is None else max_passes
+            if not isinstance(max_passes, int | np.integer) or max_passes < 1:
+                raise ValueError(f"max_passes must be an integer >= 1, got {max_passes!r}.")
+            if lazy:
+                raise ValueError(
+                    "tol decides after each pass whether to read the data again, so it needs "
+                    "computed results: pass compute=True (the default of the labeled API)."
+                )
+            n_power_iter = 0
+            tol, max_passes = float(tol), int(max_passes)
+        elif max_passes is not None:
+            raise ValueError("max_passes bounds the passes that tol asks for: pass tol too.")
+        n_power_iter = DEFAULT_N_POWER_ITER if n_power_iter is None else n_power_iter
+        if not isinstance(n_power_iter, int | np.integer) or n_power_iter < 0:
+            raise ValueError(f"n_power_iter must be an integer >= 0, got {n_power_iter!r}.")
+        n_oversamples = DEFAULT_N_OVERSAMPLES if self.n_oversamples is None else self.n_oversamples
+        if not isinstance(n_oversamples, int | np.integer) or n_oversamples < 0:
+            raise ValueError(f"n_oversamples must be an integer >= 0, got {n_oversamples!r}.")
+        return replace(
+            self,
+            n_power_iter=int(n_power_iter),
+            n_oversamples=int(n_oversamples),
+            krylov=DEFAULT_KRYLOV if self.krylov is None else bool(self.krylov),
+            tol=tol,
+            max_passes=max_passes,
+        )
+
+    def settings(self) -> dict:
+        """The part of ``settings`` these (resolved) options make.
+
+        ``n_power_iter`` and ``dtype`` are reported by the solver (the
+        iterations made, the precision used); ``tol`` and ``max_passes`` only
+        when ``tol`` was asked for.
+        """
+        out = {"n_oversamples": self.n_oversamples, "seed": self.seed, "krylov": self.krylov}
+        if self.tol is not None:
+            out.update(tol=self.tol, max_passes=self.max_passes)
+        return out
+
+
+#: The order in which ``settings`` list what they hold (a result's repr and saved form).
+SETTINGS_ORDER = (
+    "k",
+    "n_power_iter",
+    "n_oversamples",
+    "seed",
+    "dtype",
+    "stripes",
+    "passes",
+    "missing",
+    "krylov",
+    "tol",
+    "max_passes",
+    "estimated_error",
+    "center",
+    "weighted",
+    "standardize",
+)
+
+
+def ordered_settings(**parts) -> dict:
+    """The settings of a decomposition, listed in :data:`SETTINGS_ORDER` (others last)."""
+    rank = {name: i for i, name in enumerate(SETTINGS_ORDER)}
+    return dict(sorted(parts.items(), key=lambda item: rank.get(item[0], len(rank))))
+
+
+def split_options(kwargs: dict, classes: tuple[type, ...], where: str) -> tuple:
+    """One options object per class, from the keyword arguments naming their fields.
+
+    A name that no class declares is a ``TypeError``, as for any function.
+    """
+    names = {f.name: cls for cls in classes for f in fields(cls)}
+    unknown = [k for k in kwargs if k not in names]
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+    return tuple(cls(**{k: v for k, v in kwargs.items() if names[k] is cls}) for cls in classes)
+
+
+def takes_options(*classes: type) -> Callable:
+    """Give a function ``f(..., **options)`` the signature its options classes declare.
+
+    ``inspect.signature`` (and so ``help()``, IDEs and the API docs) then
+    lists every option with its default, keyword-only, without writing them
+    out again.
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        sig = inspect.signature(fn)
+        params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        taken = {p.name for p in params}
+        for cls in classes:
+            for f in fields(cls):
+                if f.name in taken:
+                    continue
+                default = f.default if f.default is not MISSING else inspect.Parameter.empty
+                params.append(
+                    inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default)
+                )
+        fn.__signature__ = sig.replace(parameters=params)
+        return fn
+
+    return decorate
+
+
+def as_kwargs(*objects) -> dict:
+    """The fields of options objects as one dict (for a forwarded call)."""
+    out: dict = {}
+    for obj in objects:
+        out.update(asdict(obj))
+    return out
