@@ -505,7 +505,7 @@ def build_climate(cfg: Config, log: Log) -> Case:
 
     n_time, n_lat, n_lon = cfg.climate_shape
     field_ = xsvd.datasets.climate_field(n_time, n_lat, n_lon, n_modes=cfg.climate_modes)
-    weights = np.sqrt(np.cos(np.deg2rad(field_.lat)))
+    weights = xsvd.coslat_weights(field_)
     state = {"field": field_}
     k, q, p = cfg.k, cfg.n_power_iter, cfg.n_oversamples
     n_ocean = int(field_.isel(time=0).notnull().sum())

@@ -47,7 +47,7 @@ def main(argv=None):
 
     # ------------------------------------------------------------------ the SVD
     # Area weights sqrt(cos(lat)): squared values are then weighted by cos(lat).
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w = xsvd.coslat_weights(sst)
     res = sst.svd(k=k, dim="time", center=True, weights=w)  # method chosen by shape
     U, S, V = res
     print(f"\n{res}")

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-import xsvd  # noqa: F401  (registers DataArray.svd)
+import xsvd  # registers DataArray.svd
 
 
 def load_sst() -> xr.DataArray:
@@ -61,7 +61,7 @@ def main(argv=None):
     print(f"SST anomalies {dict(sst.sizes)}; {int(land.sum())} of {land.size} cells are land")
 
     # [decompose]
-    w = np.sqrt(np.cos(np.deg2rad(sst.latitude)))  # area weights
+    w = xsvd.coslat_weights(sst)  # area weights sqrt(cos(lat))
     res = sst.svd(dim="time", center=True, weights=w)  # all 50 components (exact SVD)
     # [decompose end]
     print(res)

@@ -92,7 +92,7 @@ def test_run_coslat_weights(sst_store, tmp_path, capsys):
     assert main(argv) == 0
     assert "weights: sqrt(cos(lat))" in capsys.readouterr().out
     ref = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24, seed=4)
-    w = np.sqrt(np.cos(np.deg2rad(ref.lat)))
+    w = xsvd.coslat_weights(ref)
     want = ref.svd.compressed(k=3, dim="time", center=True, weights=w, seed=1)
     res = xsvd.open_result(out)
     assert res.settings["weighted"]
@@ -103,26 +103,21 @@ def test_run_coslat_weights(sst_store, tmp_path, capsys):
     assert np.abs(res.S.values - plain.S.values).max() > 1e-3 * plain.S.values[0]
 
 
-def test_coslat_finds_latitude_by_standard_name_and_units():
+def test_run_coslat_needs_a_latitude_in_degrees(tmp_path, capsys):
     import xarray as xr
 
-    from xsvd.cli import UsageError, coslat_weights
-
-    rng = np.random.default_rng(0)
-    lat = np.array([-60.0, 0.0, 60.0, 90.0])
-    for name, attrs in [("y", {"standard_name": "latitude"}), ("phi", {"units": "degrees_N"})]:
-        da = xr.DataArray(
-            rng.standard_normal((5, 4)), dims=("t", name), coords={name: (name, lat, attrs)}
-        )
-        w = coslat_weights(da, sample_dims=["t"])
-        np.testing.assert_allclose(w.values, [np.sqrt(0.5), 1.0, np.sqrt(0.5), 0.0], atol=1e-8)
-        assert w.dims == (name,) and (w.values >= 0).all()
-    da = xr.DataArray(rng.standard_normal((5, 4)), dims=("t", "lat"), coords={"lat": lat * 2})
-    with pytest.raises(UsageError, match="outside -90 to 90"):
-        coslat_weights(da, sample_dims=["t"])
-    da = xr.DataArray(rng.standard_normal((5, 4)), dims=("t", "y"), coords={"y": lat}, name="z")
-    with pytest.raises(UsageError, match=r"needs a latitude coordinate .*'z' has the coord"):
-        coslat_weights(da, sample_dims=["t"])
+    pytest.importorskip("zarr", reason='xsvd run needs zarr: pip install "xsvd[io]"')
+    z = np.random.default_rng(0).standard_normal((6, 4))
+    for i, y in enumerate([[0.0, 1, 2, 3], [0.0, 60, 120, 180]]):
+        store = tmp_path / f"s{i}.zarr"
+        attrs = {"units": "degrees_N"} if i else {}  # y in degrees north, or just y
+        xr.Dataset({"z": (("t", "y"), z)}, coords={"y": ("y", y, attrs)}).to_zarr(store)
+        argv = ["run", str(store), "--dim", "t", "--k", "1", "--weights", "coslat"]
+        assert main([*argv, "--out", str(tmp_path / "o.zarr")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "give --weights VAR" in err
+        assert ("needs a latitude coordinate" if i == 0 else "outside -90 to 90") in err
+    assert not (tmp_path / "o.zarr").exists()
 
 
 def test_run_weights_variable_of_a_netcdf_file(tmp_path, capsys):

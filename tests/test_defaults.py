@@ -139,7 +139,7 @@ def level_field(sst):
 
 
 def test_size_one_feature_dims_are_squeezed(sst, level_field):
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w = xsvd.coslat_weights(sst)
     res = level_field.svd(k=3, dim="time", center=True, weights=w)
     ref = sst.svd(k=3, dim="time", center=True, weights=w)
     assert res.V.dims == ("component", "lat", "lon") and res.mean.dims == ("lat", "lon")
@@ -171,7 +171,7 @@ def test_other_level_is_refused_when_projecting(level_field):
 
 
 def test_weights_over_a_squeezed_dim(sst, level_field):
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat))).expand_dims(level=[850.0])
+    w = xsvd.coslat_weights(sst).expand_dims(level=[850.0])
     res = level_field.svd(k=2, dim="time", weights=w)
     ref = sst.svd(k=2, dim="time", weights=w.isel(level=0))
     np.testing.assert_allclose(res.S.values, ref.S.values, rtol=1e-12)

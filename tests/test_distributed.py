@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xsvd import datasets
+from xsvd import coslat_weights, datasets
 
 distributed = pytest.importorskip(
     "distributed", reason='needs distributed: pip install "xsvd[distributed]"'
@@ -27,7 +27,7 @@ def test_same_results_as_threaded_scheduler(client):
     import dask
 
     sst = datasets.climate_field(n_time=96, n_lat=12, n_lon=24, seed=3)
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w = coslat_weights(sst)
     gt = datasets.genotypes(3000, 150, seed=3, chunks=1000)
     cases = [
         (sst.chunk({"time": 24}), dict(dim="time", center=True, weights=w)),

@@ -18,7 +18,7 @@ def noaa():
     eofs_examples = pytest.importorskip("eofs.examples", reason="needs eofs (pip install eofs)")
     with xr.open_dataset(eofs_examples.example_data_path("sst_ndjfm_anom.nc")) as ds:
         sst = ds["sst"].load()
-    return sst, np.sqrt(np.cos(np.deg2rad(sst.latitude)))
+    return sst, xsvd.coslat_weights(sst)
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ def noaa():
     with xr.open_dataset(path) as ds:
         sst = ds["sst"].load()
     sst.attrs["units"] = "degC"
-    w = np.sqrt(np.cos(np.deg2rad(sst.latitude)))
+    w = xsvd.coslat_weights(sst)
     solver = Eof(sst.values, weights=w.values[:, None])
     res = sst.svd(dim="time", center=True, weights=w)
     return sst, w, solver, res
@@ -44,7 +44,7 @@ def synth():
     """xsvd's synthetic SST field (time 50, lat 12, lon 24, NaN over land), for the tests that
     need no reference package: the same tuple as ``noaa`` (no solver)."""
     sst = xsvd.datasets.climate_field(n_time=50, n_lat=12, n_lon=24, seed=7)
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w = xsvd.coslat_weights(sst)
     return sst, w, None, sst.svd(dim="time", center=True, weights=w)
 
 
@@ -250,7 +250,7 @@ def test_units_of_statistics():
     ureg = pint.UnitRegistry(force_ndarray_like=True)
     sst = xsvd.datasets.climate_field(n_time=36, n_lat=6, n_lon=12, seed=3)
     q = sst.copy(data=ureg.Quantity(sst.values, "degC"))
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w = xsvd.coslat_weights(sst)
     res = q.svd(k=3, dim="time", center=True, weights=w)
     delta = ureg.delta_degC
     assert res.eigenvalues().data.units == delta**2
@@ -324,7 +324,7 @@ def test_standardize_constant_features_and_missing_codes():
     g = rng.integers(0, 3, size=(40, 5))
     g[::7, 1] = -1
     gd = xr.DataArray(g, dims=("s", "f"))
-    w = xsvd.statistics.standardized_weights(gd.values, None, missing="mean")
+    w = xsvd.labeled.preprocess.standardized_weights(gd.values, None, missing="mean")
     present = np.where(g >= 0, g, np.nan).astype(float)
     np.testing.assert_allclose(w, 1.0 / np.nanstd(present, axis=0))
     with pytest.raises(TypeError, match="standardize must be True or False"):

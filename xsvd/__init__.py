@@ -31,6 +31,7 @@ from .io import MissingChunksWarning, StoreReadError, open_zarr
 from .core import InfiniteValueError, MissingValueError
 from .labeled.result import SVDResult, open_result
 from .climate.rotation import RotatedResult
+from .climate.weights import coslat_weights
 
 try:
     __version__ = version("xsvd")
@@ -46,6 +47,7 @@ __all__ = [
     "choose_method",
     "SVDResult",
     "RotatedResult",
+    "coslat_weights",
     "SVDAccessor",
     "MissingValueError",
     "InfiniteValueError",

@@ -54,7 +54,7 @@ def _demo(args: argparse.Namespace) -> int:
     sst, modes = datasets.climate_field(seed=args.seed, return_modes=True)
     print("\n2. Sea-surface temperature (EOFs over time, area-weighted, land masked)", file=out)
     _describe_input(sst, out)
-    w = coslat_weights(sst, sample_dims=["time"])
+    w = xsvd.coslat_weights(sst, dim="time")
     t0 = time.perf_counter()
     res = sst.svd.compressed(k=args.k, dim="time", center=True, weights=w, seed=args.seed)
     dt = time.perf_counter() - t0
@@ -104,68 +104,6 @@ def _save_figures(figures: dict, folder: str, out) -> None:
 
 class UsageError(Exception):
     """A problem with the command's input, reported as one line."""
-
-
-#: Names of latitude coordinates (lower case), after CF's standard_name and units.
-_LATITUDE_NAMES = ("lat", "latitude", "lats", "nav_lat", "xlat")
-#: CF's units of latitude.
-_LATITUDE_UNITS = ("degrees_north", "degree_north", "degree_n", "degrees_n", "degreen", "degreesn")
-
-
-def _is_latitude(coord) -> int:
-    """How surely ``coord`` is a latitude: 2 by standard_name or units, 1 by name, 0 not."""
-    units = str(coord.attrs.get("units", "")).strip().lower()
-    if coord.attrs.get("standard_name") == "latitude" or units in _LATITUDE_UNITS:
-        return 2
-    return int(str(coord.name).lower() in _LATITUDE_NAMES)
-
-
-def coslat_weights(data, sample_dims: Sequence[str]):
-    """``sqrt(cos(latitude))`` per feature, from the latitude coordinate of ``data``.
-
-    The latitude is the coordinate with ``standard_name`` "latitude" or units
-    "degrees_north", else one named lat, latitude, lats, nav_lat or xlat; it
-    must lie along the feature dimensions (not ``sample_dims``), in degrees.
-    The weights multiply the data, so the covariance of the weighted data is
-    weighted by ``cos(latitude)``, the area of a grid cell on a regular grid.
-
-    Raises
-    ------
-    UsageError
-        If there is no such coordinate, it lies along a sample dimension, or
-        its values are not latitudes in degrees.
-    """
-    found = sorted(
-        (c for c in data.coords.values() if c.dims and _is_latitude(c)),
-        key=_is_latitude,
-        reverse=True,
-    )
-    if not found:
-        raise UsageError(
-            f"--weights coslat needs a latitude coordinate (named lat or latitude, or with "
-            f"standard_name 'latitude' or units 'degrees_north'), but {data.name!r} has the "
-            f"coordinates {list(data.coords)}. Add one to the input, or give --weights VAR "
-            "with a variable of weights."
-        )
-    feature = [c for c in found if not set(c.dims) & set(sample_dims)]
-    if not feature:
-        lat = found[0]
-        raise UsageError(
-            f"the latitude coordinate {lat.name!r} lies along the sample dimension(s) "
-            f"{[d for d in lat.dims if d in sample_dims]}, but --weights coslat weights the "
-            "features (grid cells); decompose along the other dimension(s), e.g. --dim time."
-        )
-    lat = feature[0]
-    values = np.asarray(lat.values, dtype=float)
-    if not np.isfinite(values).all() or np.abs(values).max() > 90.0:
-        raise UsageError(
-            f"the latitude coordinate {lat.name!r} has values outside -90 to 90 (or NaN); "
-            "--weights coslat needs latitudes in degrees. Give --weights VAR instead."
-        )
-    weights = np.sqrt(np.cos(np.deg2rad(lat)).clip(min=0.0))  # cos(±90°) may round below 0
-    weights.name = "weights"
-    weights.attrs = {"long_name": f"sqrt(cos({lat.name}))"}
-    return weights
 
 
 class _Input:
@@ -225,7 +163,22 @@ def _weights(source: _Input, spec: str | None, sample_dims: list[str]) -> tuple[
     if spec is None:
         return None, "none"
     if spec == "coslat":
-        w = coslat_weights(source.data, sample_dims)
+        from xsvd.climate.weights import coslat_weights, latitude_rank
+
+        data = source.data
+        if not any(c.dims and latitude_rank(c) for c in data.coords.values()):
+            raise UsageError(  # the command has no lat= to name one: say what it looks for
+                f"--weights coslat needs a latitude coordinate (named lat or latitude, or with "
+                f"standard_name 'latitude' or units 'degrees_north'), but {data.name!r} has the "
+                f"coordinates {list(data.coords)}. Add one to the input, or give --weights VAR "
+                "with a variable of weights."
+            )
+        try:
+            w = coslat_weights(data, dim=sample_dims)
+        except ValueError as exc:  # along the sample dims, or not in degrees
+            raise UsageError(
+                f"--weights coslat: {exc} Or give --weights VAR with a variable of weights."
+            ) from exc
         return w, f"{w.attrs['long_name']} (area weights for EOFs)"
     return source.variable(spec), f"variable {spec!r}, as given"
 

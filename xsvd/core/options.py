@@ -80,7 +80,6 @@ class Preprocessing:
 
     def __post_init__(self) -> None:
         check_flag("center", self.center)
-        check_flag("negative_missing", self.negative_missing, none_too=True)
 
     def settings(self) -> dict:
         """The part of ``settings`` these options make."""

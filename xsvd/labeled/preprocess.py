@@ -40,7 +40,7 @@ def weights_vector(layout: Layout, weights) -> np.ndarray | None:
             raise TypeError(
                 "weights must be an xarray.DataArray over (some of) the feature "
                 f"dimensions {layout.feature_dims}, e.g. "
-                "`np.sqrt(np.cos(np.deg2rad(da.lat)))`; got "
+                "`xsvd.coslat_weights(da)`; got "
                 f"{type(weights).__name__}."
             )
     weights = layout.without_squeezed(weights, "weights")

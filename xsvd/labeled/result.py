@@ -45,6 +45,7 @@ import xarray as xr
 from .. import io
 from ..climate import statistics
 from ..core import Decomposition, backend
+from ..core.missing import missing_rule
 from . import units as _units
 from .layout import COMPONENT, Layout, jsonable
 
@@ -436,13 +437,13 @@ class SVDResult(statistics.StatisticsMethods):
                 row = backend.row_like(mask[None, :], X)
                 X = backend.map_blocks(_zero_masked, X, row, dtype=X.dtype)
         dtype = np.float32 if X.dtype == np.float32 else np.float64
-        if missing == "mean" and np.dtype(X.dtype).kind in "iu":
-            X = backend.map_blocks(_negative_as_nan, X, dtype=dtype)  # genotype codes
+        if missing == "mean":  # the decompositions' rule: NaN, and negative codes in integers
+            gaps = backend.map_blocks(_missing_mask, X, missing_rule(X.dtype, "mean"), dtype=bool)
         X = X.astype(dtype)
         if d.mean is not None:
             X = X - d.mean
-        if missing == "mean":
-            X = backend.map_blocks(_nan_as_zero, X, dtype=dtype)
+        if missing == "mean":  # at the mean they stand for: zero once centered
+            X = backend.where(gaps, 0, X)
         if self._weights is not None:
             X = X * backend.on_backend_of(self._weights, X)
         scores = X @ V
@@ -654,13 +655,6 @@ def _safe(S):
     return S + (S == 0)
 
 
-def _negative_as_nan(X):
-    """Integer genotype codes as floats, negative codes (missing calls) as NaN."""
-    xp = backend.namespace(X)
-    return xp.where(X < 0, np.nan, X.astype(np.float64))
-
-
-def _nan_as_zero(X):
-    """Centered values with the missing ones (NaN) at zero: the mean they stand for."""
-    xp = backend.namespace(X)
-    return xp.where(xp.isnan(X), X.dtype.type(0), X)
+def _missing_mask(X, rule):
+    """Where ``X`` is missing under ``rule`` (a block of the new data)."""
+    return rule.mask(backend.namespace(X), X)
