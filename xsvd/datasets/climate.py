@@ -1,29 +1,16 @@
-"""Synthetic, embedded example data sets.
-
-The generators in this module build small but realistic labeled arrays entirely
-in memory, from a seed: no files, no network, no global state.  They are used
-by the demo, the documentation and the test suite, and are handy for trying
-out the ``.svd`` accessor.
-
-* :func:`genotypes` -- a diploid genotype matrix (variants x samples) with
-  population structure from the Balding--Nichols model.
-* :func:`climate_field` -- a monthly sea-surface-temperature-like anomaly
-  field (time x lat x lon) with a land mask and known, planted modes.
-
-Both accept ``chunks=`` to return a Dask-backed array instead of a NumPy one;
-the values do not depend on ``chunks``.
-"""
+"""A synthetic monthly SST-like anomaly field (time x lat x lon) with land and planted modes."""
 
 from __future__ import annotations
 
 import math
-import operator
-from typing import Any, Literal, overload
+from typing import Literal, overload
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["genotypes", "climate_field"]
+from .checks import as_float, as_int, maybe_chunk
+
+__all__ = ["climate_field"]
 
 # Fixed "continents" for climate_field: (centre lon, centre lat, half-width in
 # lon, half-height in lat), all in degrees.  Together with the Antarctic cap
@@ -38,228 +25,6 @@ _CONTINENTS: tuple[tuple[float, float, float, float], ...] = (
     (318.0, 72.0, 14.0, 10.0),  # Greenland
 )
 _ANTARCTIC_EDGE = -72.0  # cells south of this latitude are land
-
-# Elements per block when drawing genotypes (bounds temporary memory).
-_GENOTYPE_BLOCK_ELEMENTS = 1 << 19
-
-
-# --------------------------------------------------------------------------
-# validation helpers
-# --------------------------------------------------------------------------
-
-
-def _as_int(name: str, value: Any, minimum: int, hint: str) -> int:
-    """Return ``value`` as a Python int, or raise a helpful error."""
-    if isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be an integer, got the bool {value!r}")
-    try:
-        ivalue = operator.index(value)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be an integer, got {type(value).__name__} {value!r}"
-        ) from None
-    if ivalue < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {ivalue}; {hint}")
-    return ivalue
-
-
-def _as_float(name: str, value: Any) -> float:
-    if isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be a real number, got the bool {value!r}")
-    try:
-        fvalue = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{name} must be a real number, got {type(value).__name__} {value!r}"
-        ) from None
-    if not math.isfinite(fvalue):
-        raise ValueError(f"{name} must be a finite number, got {fvalue!r}")
-    return fvalue
-
-
-def _maybe_chunk(arr: xr.DataArray, chunks: int | dict | None, along: str) -> xr.DataArray:
-    """Wrap ``arr`` (NumPy-backed) in a Dask array if ``chunks`` is given.
-
-    An int is the chunk length along ``along``; a dict maps dimension names to
-    anything ``dask.array.from_array`` accepts.  Dimensions not named are kept
-    in one chunk.
-    """
-    if chunks is None:
-        return arr
-    if isinstance(chunks, dict):
-        unknown = set(chunks) - set(arr.dims)
-        if unknown:
-            raise ValueError(
-                f"chunks names dimension(s) {sorted(map(str, unknown))} that {arr.name!r} "
-                f"does not have; use only {list(arr.dims)}"
-            )
-        spec = dict(chunks)
-    else:
-        n = _as_int(
-            "chunks",
-            chunks,
-            1,
-            f"give the number of {along} per chunk, a dict such as "
-            f"{{{along!r}: 100}}, or None for a NumPy-backed result",
-        )
-        spec = {along: n}
-    try:
-        import dask.array as dsa
-    except ImportError as err:  # pragma: no cover - dask is a dependency
-        raise ImportError("chunks= needs dask; install 'dask[array]' or pass chunks=None") from err
-    dask_chunks = tuple(spec.get(dim, -1) for dim in arr.dims)
-    return arr.copy(data=dsa.from_array(arr.data, chunks=dask_chunks))
-
-
-# --------------------------------------------------------------------------
-# genotypes
-# --------------------------------------------------------------------------
-
-
-def genotypes(
-    n_variants: int = 20_000,
-    n_samples: int = 600,
-    *,
-    n_populations: int = 3,
-    fst: float = 0.1,
-    seed: int | None = 0,
-    chunks: int | dict | None = None,
-) -> xr.DataArray:
-    """Diploid genotypes with population structure (Balding--Nichols model).
-
-    For every variant an ancestral allele frequency ``p`` is drawn from
-    ``Uniform(0.05, 0.95)``; each population then gets its own frequency from
-    ``Beta(p (1 - F) / F, (1 - p) (1 - F) / F)`` with ``F = fst``, so that the
-    frequencies have mean ``p`` and variance ``F p (1 - p)`` across
-    populations.  A sample's genotype at a variant is ``Binomial(2, f)`` with
-    ``f`` the frequency in the sample's population (drawn as the sum of two
-    independent allele draws).
-
-    Parameters
-    ----------
-    n_variants : int, default 20_000
-        Number of variants (rows), >= 1.
-    n_samples : int, default 600
-        Number of diploid samples (columns), >= ``n_populations``.
-    n_populations : int, default 3
-        Number of populations, >= 1.
-    fst : float, default 0.1
-        Balding--Nichols ``F`` (the expected fixation index), strictly
-        between 0 and 1.  Larger values give more differentiated populations.
-    seed : int or None, default 0
-        Seed for :func:`numpy.random.default_rng`.  The same seed and sizes
-        always give the same array; ``None`` gives fresh entropy.
-    chunks : int, dict or None, default None
-        ``None`` returns a NumPy-backed array.  An int returns a Dask-backed
-        array with that many variants per chunk and all samples in one chunk;
-        a dict such as ``{"variants": 5000}`` gives the chunk size per
-        dimension (dimensions not named stay in one chunk).  The values are the
-        same as with ``chunks=None``.
-
-    Returns
-    -------
-    xarray.DataArray
-        ``uint8`` array named ``"genotype"`` with dims ``("variants",
-        "samples")`` and values 0, 1 or 2 (alternate allele dosage).
-        Coordinates: ``variants`` (int64 positions ``0 .. n_variants - 1``),
-        ``samples`` (strings ``"S0000"``, ``"S0001"``, ...; zero-padded to at
-        least 4 digits) and the non-dimension coordinate ``population`` on
-        ``samples`` (strings ``"POP0"``, ``"POP1"``, ...).
-
-    Notes
-    -----
-    Samples are assigned to populations in contiguous blocks, in order: the
-    first block of samples is ``POP0``, the next ``POP1``, and so on.  Block
-    sizes differ by at most one; when ``n_samples`` is not a multiple of
-    ``n_populations`` the first populations get the extra sample (like
-    :func:`numpy.array_split`).
-
-    Genotypes are drawn in blocks of variants, so peak memory stays close to
-    the size of the ``uint8`` result.  Variants that happen to be monomorphic
-    in the sample are kept (they are rare for the default sizes); drop them
-    before standardising if that matters.
-
-    Examples
-    --------
-    >>> from xsvd.datasets import genotypes
-    >>> g = genotypes(2_000, 90, n_populations=3, seed=1)
-    >>> g.dims, g.shape, g.dtype
-    (('variants', 'samples'), (2000, 90), dtype('uint8'))
-    >>> g.samples.values[:2].tolist(), g.population.values[[0, 30, 60]].tolist()
-    (['S0000', 'S0001'], ['POP0', 'POP1', 'POP2'])
-    >>> sorted(np.unique(g.values).tolist())
-    [0, 1, 2]
-    """
-    n_variants = _as_int("n_variants", n_variants, 1, "ask for at least one variant")
-    n_populations = _as_int(
-        "n_populations", n_populations, 1, "use 1 for an unstructured population"
-    )
-    n_samples = _as_int(
-        "n_samples",
-        n_samples,
-        n_populations,
-        f"every one of the n_populations={n_populations} populations needs at least "
-        "one sample; raise n_samples or lower n_populations",
-    )
-    fst = _as_float("fst", fst)
-    if not 0.0 < fst < 1.0:
-        raise ValueError(
-            f"fst must be strictly between 0 and 1, got {fst}; typical values are "
-            "0.01-0.2 (e.g. 0.1)"
-        )
-
-    rng = np.random.default_rng(seed)
-
-    # Population of each sample: contiguous, near-equal blocks.
-    sizes = np.full(n_populations, n_samples // n_populations)
-    sizes[: n_samples % n_populations] += 1
-    pop_of_sample = np.repeat(np.arange(n_populations), sizes)
-
-    # Allele frequencies: ancestral, then per population (Balding-Nichols).
-    ancestral = rng.uniform(0.05, 0.95, size=n_variants)
-    scale = (1.0 - fst) / fst
-    a = (ancestral * scale)[:, None]
-    b = ((1.0 - ancestral) * scale)[:, None]
-    pop_freq = rng.beta(a, b, size=(n_variants, n_populations)).astype(np.float32)
-
-    # Genotypes, one block of variants at a time.
-    data = np.empty((n_variants, n_samples), dtype=np.uint8)
-    block = max(1, _GENOTYPE_BLOCK_ELEMENTS // n_samples)
-    for start in range(0, n_variants, block):
-        stop = min(start + block, n_variants)
-        freq = pop_freq[start:stop][:, pop_of_sample]
-        first = rng.random(freq.shape, dtype=np.float32) < freq
-        second = rng.random(freq.shape, dtype=np.float32) < freq
-        np.add(first, second, out=data[start:stop], dtype=np.uint8)
-
-    width = max(4, len(str(n_samples - 1)))
-    pop_width = len(str(n_populations - 1))
-    sample_names = np.array([f"S{i:0{width}d}" for i in range(n_samples)])
-    pop_names = np.array([f"POP{k:0{pop_width}d}" for k in range(n_populations)])
-
-    out = xr.DataArray(
-        data,
-        dims=("variants", "samples"),
-        coords={
-            "variants": ("variants", np.arange(n_variants, dtype=np.int64)),
-            "samples": ("samples", sample_names),
-            "population": ("samples", pop_names[pop_of_sample]),
-        },
-        name="genotype",
-        attrs={
-            "long_name": "alternate allele dosage",
-            "description": (
-                f"Synthetic diploid genotypes from the Balding-Nichols model with "
-                f"fst={fst:g} and n_populations={n_populations} (seed={seed})."
-            ),
-        },
-    )
-    return _maybe_chunk(out, chunks, "variants")
-
-
-# --------------------------------------------------------------------------
-# climate_field
-# --------------------------------------------------------------------------
 
 
 def _land_mask(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
@@ -481,11 +246,11 @@ def climate_field(
     >>> modes.amplitude.values.tolist()
     [3.0, 2.0, 1.2]
     """
-    n_time = _as_int("n_time", n_time, 1, "ask for at least one month")
-    n_lat = _as_int("n_lat", n_lat, 1, "ask for at least one latitude band")
-    n_lon = _as_int("n_lon", n_lon, 1, "ask for at least one longitude band")
-    n_modes = _as_int("n_modes", n_modes, 0, "use 0 for pure noise")
-    noise = _as_float("noise", noise)
+    n_time = as_int("n_time", n_time, 1, "ask for at least one month")
+    n_lat = as_int("n_lat", n_lat, 1, "ask for at least one latitude band")
+    n_lon = as_int("n_lon", n_lon, 1, "ask for at least one longitude band")
+    n_modes = as_int("n_modes", n_modes, 0, "use 0 for pure noise")
+    noise = as_float("noise", noise)
     if noise < 0.0:
         raise ValueError(f"noise must be >= 0 (a standard deviation in degC), got {noise}")
     if n_modes > 0 and n_modes >= n_time:
@@ -575,7 +340,7 @@ def climate_field(
             ),
         },
     )
-    field = _maybe_chunk(field, chunks, "time")
+    field = maybe_chunk(field, chunks, "time")
     if not return_modes:
         return field
 
