@@ -201,7 +201,7 @@ def test_components_errors(climate):
 @pytest.fixture(scope="module")
 def weighted(sst):
     """Area weights with a zero row (the northernmost latitude), as a user may give."""
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w = xsvd.coslat_weights(sst)
     w[-1] = 0.0
     return w, sst.svd(k=K, dim="time", center=True, weights=w)
 
@@ -228,6 +228,33 @@ def test_component_maps_unweighted(weighted, sst, tmp_path):
     assert "V / weights" in fig.get_suptitle()
     assert any(ax.get_ylabel() == "pattern (V / weights)" for ax in fig.axes)
     save(fig, tmp_path)
+
+
+def test_plots_read_only_the_public_interface(weighted, sst):
+    """A stand-in with only the documented attributes plots exactly like the result."""
+    from types import SimpleNamespace
+
+    _, res = weighted
+    public = SimpleNamespace(
+        U=res.U,
+        S=res.S,
+        V=res.V,
+        explained_variance_ratio=res.explained_variance_ratio,
+        weights=res.weights,
+        layout=SimpleNamespace(name=res.layout.name),
+    )
+    shape = (sst.sizes["lat"], sst.sizes["lon"])
+    got, want = (ResultPlotter(r).components(n=2, unweighted=True) for r in (public, res))
+    assert got.get_suptitle() == want.get_suptitle() == "Leading components of sst (V / weights)"
+    for a, b in zip(map_panels(got), map_panels(want), strict=True):
+        assert a.get_title() == b.get_title()
+        np.testing.assert_array_equal(panel_values(a, shape), panel_values(b, shape))
+    got, want = (ResultPlotter(r).timeseries(n=2, scaling="singular") for r in (public, res))
+    for a, b in zip(got.axes, want.axes, strict=True):
+        np.testing.assert_array_equal(a.get_lines()[0].get_ydata(), b.get_lines()[0].get_ydata())
+    assert ResultPlotter(public).scree().get_title() == "Explained variance of sst"
+    ax = ResultPlotter(public).scores(0, 1, hue="month")
+    assert ax.get_xlabel() == ResultPlotter(res).scores(0, 1).get_xlabel()
 
 
 def test_unweighted_of_an_unweighted_result_is_v(climate, sst):
