@@ -348,7 +348,7 @@ def test_plink2_score_with_the_written_files_matches_the_projection(cohort, tmp_
 
 def test_tw1_distribution_known_values():
     pytest.importorskip("scipy", reason="the Tracy-Widom distribution needs scipy")
-    from xsvd._tracy_widom import TW1_MEAN, TW1_VARIANCE, tw1_cdf, tw1_sf
+    from xsvd.genomics.twstats import TW1_MEAN, TW1_VARIANCE, tw1_cdf, tw1_sf
 
     # percentiles of TW1 (Johnstone 2001, table 1, two decimals)
     probs = [0.01, 0.05, 0.10, 0.30, 0.50, 0.70, 0.90, 0.95, 0.99]
@@ -373,7 +373,7 @@ def test_tw1_distribution_known_values():
 def test_tw1_matches_largest_goe_eigenvalues():
     """The largest eigenvalue of GOE matrices (Dumitriu-Edelman tridiagonal model)."""
     linalg = pytest.importorskip("scipy.linalg", reason="the GOE simulation needs scipy")
-    from xsvd._tracy_widom import TW1_MEAN, TW1_VARIANCE, tw1_cdf
+    from xsvd.genomics.twstats import TW1_MEAN, TW1_VARIANCE, tw1_cdf
 
     rng = np.random.default_rng(0)
     n, reps = 400, 1_500

@@ -1,7 +1,7 @@
-"""The Tracy-Widom distribution of order 1 and EIGENSOFT's ``twstats`` test.
+"""EIGENSOFT's Tracy-Widom test of PCA eigenvalues, and the Tracy-Widom distribution of order 1.
 
-Pure NumPy (and SciPy's Airy function, imported when needed): no xarray here.
-:func:`xsvd.tracy_widom` labels what :func:`twstats` computes.
+:func:`tracy_widom` labels what :func:`twstats` computes (plain NumPy, and
+SciPy's Airy function, imported when needed).
 
 The distribution
 ----------------
@@ -48,8 +48,11 @@ centering and scaling::
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 
-__all__ = ["tw1_cdf", "tw1_sf", "twstats", "TW1_MEAN", "TW1_VARIANCE"]
+from .results import spectrum
+
+__all__ = ["tracy_widom", "twstats", "tw1_cdf", "tw1_sf", "TW1_MEAN", "TW1_VARIANCE"]
 
 #: The mean and variance of TW1 (as tabulated by Bornemann 2010), for tests and checks.
 TW1_MEAN = -1.2065335745820
@@ -205,3 +208,130 @@ def _johnstone(x: float, p: float, n: float) -> float:
     mu = root**2
     sigma = root * (1.0 / np.sqrt(n - 1.0) + 1.0 / np.sqrt(p)) ** (1.0 / 3.0)
     return (x - mu) / sigma
+
+
+def tracy_widom(
+    eigenvalues,
+    *,
+    n_variants: float | None = None,
+    min_remaining: int = 10,
+) -> xr.Dataset:
+    """Tracy-Widom significance of each eigenvalue, as EIGENSOFT's ``twstats`` computes it.
+
+    Patterson, Price & Reich (2006) test whether component ``i`` is
+    structure or noise by comparing its eigenvalue, among the eigenvalues
+    from ``i`` on, with the largest eigenvalue of a Wishart matrix of pure
+    noise: normalized to mean 1 and multiplied by the effective number of
+    markers ``n'``, centered and scaled with Johnstone's (2001) ``mu`` and
+    ``sigma``, it follows the Tracy-Widom law of order 1 under the null
+    (its distribution function computed as the Fredholm determinant of the
+    Airy kernel, discretized as Bornemann 2010 does). The test runs
+    down the components (each one among those that follow it), so the
+    number of significant leading components estimates how many PCs carry
+    population structure.
+
+    ``n'`` is estimated from the spread of the eigenvalues as ``twstats``
+    does, ``n' = m (m + 2) / (sum(e**2) - m)`` for the ``m`` eigenvalues
+    ``e`` normalized to mean 1 (the paper's formula,
+    ``(m + 1) m**2 / ((m - 1) sum(e**2) - m**2)``, differs only in terms of
+    lower order), which needs all of them: a result that holds every component (e.g.
+    ``exact`` without ``k``), or the full list. For a result with only the
+    leading components, pass ``n_variants``: the number of (unlinked)
+    variants, as ``twstats -n`` does; the remaining eigenvalues' sum comes
+    from ``res.total_variance``. LD between variants makes ``n'`` smaller
+    than the count, and the test too liberal with a count: LD-prune first.
+
+    Parameters
+    ----------
+    eigenvalues : SVDResult or array-like
+        A PCA result (its ``S**2``; any scale, the test is scale-free), or
+        all the eigenvalues of one, on any common scale (e.g. every line of
+        a ``.eigenval`` file of all components, or EIGENSOFT's ``.eval``).
+        Values at most 1e-8 of the mean count as zero (a centered PCA
+        leaves one) and are not tested.
+    n_variants : float, optional
+        A fixed effective number of markers instead of the estimate.
+        Needed for a result with only the leading components.
+    min_remaining : int, default 10
+        No test (NaN) with fewer eigenvalues left, as ``twstats``.
+
+    Returns
+    -------
+    xarray.Dataset
+        Along ``component``: ``statistic`` (the TW statistic), ``p_value``
+        and ``effective_n`` (``n'``).
+
+    References
+    ----------
+    N. Patterson, A. L. Price and D. Reich, "Population structure and
+    eigenanalysis", PLoS Genet. 2 (2006) e190. I. M. Johnstone, "On the
+    distribution of the largest eigenvalue in principal components
+    analysis", Ann. Statist. 29 (2001) 295-327. F. Bornemann, "On the
+    numerical evaluation of distributions in random matrix theory: a
+    review", Markov Process. Related Fields 16 (2010) 803-866. Needs SciPy
+    (``pip install scipy``) for the Airy function.
+
+    Examples
+    --------
+    >>> import xsvd
+    >>> gt = xsvd.datasets.genotypes(n_variants=2_000, n_samples=120, n_populations=3)
+    >>> kept, w = xsvd.patterson_scaling(gt)
+    >>> res = kept.svd.exact(dim="samples", center=True, weights=w)
+    >>> tw = xsvd.tracy_widom(res)
+    >>> (tw.p_value.values[:4] < 1e-6).tolist()
+    [True, True, False, False]
+    """
+    from ..labeled.result import SVDResult
+
+    if n_variants is not None and not (np.isscalar(n_variants) and n_variants > 1):
+        raise ValueError(f"n_variants must be a number above 1, got {n_variants!r}.")
+    if isinstance(min_remaining, bool) or not isinstance(min_remaining, int | np.integer):
+        raise ValueError(f"min_remaining must be an integer, got {min_remaining!r}.")
+    if isinstance(eigenvalues, SVDResult):
+        k, n, p, lam = spectrum(eigenvalues)
+        rank = min(n - 1 if eigenvalues.center else n, p)
+        positive = int((lam > 1e-8 * 1.0 / max(rank, 1)).sum())
+        coords = {"component": eigenvalues.S["component"].values}
+        if k >= rank:  # every eigenvalue: n' can be estimated
+            rank = min(rank, positive)
+            lam = lam[:rank]
+            coords = {"component": coords["component"][:rank]}
+            sums = (float(lam.sum()), float((lam**2).sum()))
+        elif n_variants is None:
+            raise ValueError(
+                f"The result holds {k} of its {rank} eigenvalues; estimating the effective "
+                "number of markers needs them all. Pass `n_variants=` (the number of "
+                "LD-pruned variants, as `twstats -n`), or decompose with `exact(...)` "
+                "without `k`."
+            )
+        else:
+            sums = (1.0, None)  # explained variance ratios: they sum to 1
+    else:
+        lam = np.asarray(getattr(eigenvalues, "values", eigenvalues), dtype=np.float64)
+        if lam.ndim != 1 or lam.size == 0 or not np.all(np.isfinite(lam)):
+            raise ValueError("Expected a result or a 1-D array of finite eigenvalues.")
+        lam = np.sort(lam)[::-1]
+        lam = lam[lam > 1e-8 * max(lam.mean(), 0.0)]
+        if lam.size == 0:
+            raise ValueError("The eigenvalues are all zero (or negative): nothing to test.")
+        rank = lam.size
+        coords = {"component": np.arange(rank)}
+        sums = (float(lam.sum()), float((lam**2).sum()))
+    stat, p_value, n_eff = twstats(
+        lam,
+        n_total=rank,
+        total=sums[0],
+        total_squares=sums[1],
+        n_markers=n_variants,
+        min_remaining=int(min_remaining),
+    )
+    dims = ("component",)
+    return xr.Dataset(
+        {
+            "statistic": (dims, stat, {"long_name": "Tracy-Widom statistic"}),
+            "p_value": (dims, p_value, {"long_name": "p-value (TW1 upper tail)"}),
+            "effective_n": (dims, n_eff, {"long_name": "effective number of markers n'"}),
+        },
+        coords=coords,
+        attrs={"n_eigenvalues": int(rank)},
+    )

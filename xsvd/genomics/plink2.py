@@ -1,0 +1,271 @@
+"""The files of PLINK 2's ``--pca``, and the frequencies PLINK 2 projects new samples with.
+
+:func:`write_eigenvec` writes sample scores as a ``.eigenvec`` file;
+:func:`write_plink_pca` writes a whole PCA: ``.eigenvec``, ``.eigenval``,
+``.eigenvec.allele`` or ``.eigenvec.var``, and ``.afreq``. Every file set is
+written whole or not at all.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .plink import coord_text
+from .results import spectrum, variant_dim
+
+__all__ = ["write_eigenvec", "write_plink_pca"]
+
+
+def write_eigenvec(scores: xr.DataArray, path) -> Path:
+    """Write sample scores as a PLINK 2 ``.eigenvec`` file (``#FID IID PC1 PC2 ...``).
+
+    The file PLINK 2's ``--pca`` writes, which ``--covar`` reads (e.g. as
+    covariates of ``--glm``): one line per sample, tab-separated, the family
+    id from the coordinate ``family_id`` (as :func:`open_plink` reads it
+    from the ``.fam``; the sample id when there is none, as
+    :func:`write_plink` writes it), the sample id, and one column per
+    component. Use it for ``res.U`` (what :func:`write_plink_pca` does) or
+    for the scores of :func:`project_samples`.
+
+    Parameters
+    ----------
+    scores : xarray.DataArray
+        Dims ``(sample_dim, "component")`` in either order; the sample
+        dimension's coordinate holds the sample ids.
+    path : str or path-like
+        The file to write (replaced atomically: no partial file is left).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Examples
+    --------
+    >>> import tempfile, xsvd
+    >>> gt = xsvd.datasets.genotypes(n_variants=500, n_samples=20)
+    >>> res = gt.svd.exact(k=2, dim="samples", center=True)
+    >>> path = xsvd.write_eigenvec(res.U, tempfile.mkdtemp() + "/pca.eigenvec")
+    >>> path.read_text().splitlines()[0].split()
+    ['#FID', 'IID', 'PC1', 'PC2']
+    """
+    path = Path(os.fspath(path))
+    _write_files({path: _eigenvec_text(scores)})
+    return path
+
+
+def _eigenvec_text(scores: xr.DataArray) -> str:
+    if not isinstance(scores, xr.DataArray) or scores.ndim != 2 or "component" not in scores.dims:
+        raise ValueError(
+            "Expected scores with dims (samples, 'component'), e.g. `res.U` or the result "
+            "of `xsvd.project_samples`."
+        )
+    sdim = next(d for d in scores.dims if d != "component")
+    if sdim not in scores.coords:
+        raise ValueError(
+            f"The scores have no sample ids: give {sdim!r} a coordinate, e.g. "
+            f"`scores.assign_coords({sdim}=ids)`."
+        )
+    scores = scores.transpose(sdim, "component")
+    iid = np.asarray(scores[sdim].values).astype(str)
+    fid = coord_text(scores, "family_id", sdim, "") if "family_id" in scores.coords else iid
+    _check_ids([fid, iid], ".eigenvec")
+    values = np.asarray(scores.values, dtype=np.float64)
+    head = "\t".join(["#FID", "IID", *(f"PC{i + 1}" for i in range(values.shape[1]))])
+    lines = [head]
+    for f, i, row in zip(fid, iid, values, strict=True):
+        lines.append("\t".join([f, i, *(_number(v) for v in row)]))
+    return "\n".join(lines) + "\n"
+
+
+def write_plink_pca(
+    res,
+    prefix,
+    *,
+    n_variants: int | None = None,
+    loadings: str | None = "allele",
+) -> tuple[Path, ...]:
+    """Write a PCA as the files of PLINK 2's ``--pca``, and the frequencies to project with.
+
+    - ``prefix.eigenvec``: the samples' PCs, ``res.U`` (see
+      :func:`write_eigenvec`); ``--covar`` reads it.
+    - ``prefix.eigenval``: one eigenvalue a line, ``S**2 / n_variants``
+      (PLINK 2's scale: the eigenvalues of the relationship matrix).
+    - ``loadings="allele"``: ``prefix.eigenvec.allele``, as ``--pca
+      allele-wts`` writes it: ``#CHROM ID REF ALT A1 PC1 ...``, two lines a
+      variant (its REF and ALT allele, the weights of opposite sign), the
+      weight of the counted allele (``allele_1``, PLINK 2's ALT) being
+      ``V * sqrt(n_variants) / 2`` for :func:`patterson_scaling`'s weights.
+      ``loadings="var"``: ``prefix.eigenvec.var``, as ``--pca
+      biallelic-var-wts`` writes it: ``#CHROM ID MAJ NONMAJ PC1 ...``, one
+      line a variant with twice the major allele's weight. None: neither.
+    - with loadings, ``prefix.afreq``: the reference allele frequencies
+      (``#CHROM ID REF ALT ALT_FREQS``, ``res.mean / 2``) that PLINK 2 needs
+      to standardize new samples as the reference was (``--read-freq``).
+
+    New samples are then projected by PLINK 2 with::
+
+        plink2 --bfile new --read-freq prefix.afreq \\
+               --score prefix.eigenvec.allele 2 5 header-read no-mean-imputation \\
+                       variance-standardize cols=+scoresums --score-col-nums 6-15
+
+    and ``PCk_SUM / (n_variants * sqrt(eigenvalue_k))`` is the score that
+    ``xsvd.project_samples(..., shrinkage=False)`` gives: in both, a
+    missing call adds nothing to the sum, as if it were the reference mean.
+    (Use the ``_SUM`` columns: the ``_AVG`` ones divide by each sample's own
+    count of calls.) For ``.eigenvec.var``: ``--score prefix.eigenvec.var 2
+    3 header-read ... --score-col-nums 5-14``. The weights fold in the PCA's
+    own weights, so that PLINK's ``variance-standardize`` reproduces any
+    weighting.
+
+    The variant columns come from the coordinates :func:`open_plink` makes
+    (``chrom``, ``allele_1``, ``allele_2``) where present, with the
+    placeholders of :func:`write_plink` otherwise. Variants with a frequency
+    of 0 or 1 (no information) are left out of the weights. No file is left
+    half-written.
+
+    Parameters
+    ----------
+    res : SVDResult
+        A PCA of allele counts (0, 1, 2) with the samples along ``U`` and one
+        variant dimension; centered for the loadings.
+    prefix : str or path-like
+        The common prefix of the files.
+    n_variants : int, optional
+        The number of variants the eigenvalues and weights are scaled by.
+        PLINK 2 counts every variant it was given, monomorphic ones
+        included: pass ``w.attrs["n_variants"]`` of
+        :func:`patterson_scaling`. Default: the variants of ``res``.
+    loadings : {"allele", "var", None}
+        Which variant weights to write.
+
+    Returns
+    -------
+    tuple of pathlib.Path
+        The files written.
+
+    Examples
+    --------
+    >>> import tempfile, xsvd
+    >>> gt = xsvd.datasets.genotypes(n_variants=1_000, n_samples=50)
+    >>> kept, w = xsvd.patterson_scaling(gt)
+    >>> res = kept.svd.exact(k=3, dim="samples", center=True, weights=w)
+    >>> files = xsvd.write_plink_pca(res, tempfile.mkdtemp() + "/ref", n_variants=1_000)
+    >>> [f.name for f in files]
+    ['ref.eigenvec', 'ref.eigenval', 'ref.eigenvec.allele', 'ref.afreq']
+    """
+    if loadings not in ("allele", "var", None):
+        raise ValueError(f"loadings must be 'allele', 'var' or None, got {loadings!r}.")
+    vdim = variant_dim(res)
+    _, _, p, _ = spectrum(res)
+    m = p if n_variants is None else n_variants
+    if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < p:
+        raise ValueError(
+            f"n_variants must be an integer at least the number of variants of the PCA "
+            f"({p}), got {n_variants!r}."
+        )
+    base = Path(os.fspath(prefix))
+    files = {base.with_name(base.name + ".eigenvec"): _eigenvec_text(res.U)}
+    S = np.asarray(res.S.values, dtype=np.float64)
+    files[base.with_name(base.name + ".eigenval")] = "".join(_number(v) + "\n" for v in S**2 / m)
+    if loadings is not None:
+        if res.mean is None:
+            raise ValueError(
+                "Variant weights need a centered PCA (`center=True`): PLINK 2 centers new "
+                "samples with the reference frequencies. Pass `loadings=None` to write only "
+                "the .eigenvec and .eigenval files."
+            )
+        table = _loadings_table(res, vdim, m)
+        name = ".eigenvec.allele" if loadings == "allele" else ".eigenvec.var"
+        text = _allele_text(table) if loadings == "allele" else _var_text(table)
+        files[base.with_name(base.name + name)] = text
+        files[base.with_name(base.name + ".afreq")] = _afreq_text(table)
+    _write_files(files)
+    return tuple(files)
+
+
+def _loadings_table(res, vdim: Hashable, m: int) -> dict:
+    """Per variant: chrom, id, REF, ALT, ALT frequency, and the ALT allele's weights."""
+    V = res.V.transpose(vdim, "component")
+    freq = np.asarray(res.mean.transpose(vdim).values, dtype=np.float64) / 2
+    if res.weights is not None:
+        w = np.asarray(res.weights.transpose(vdim).values, dtype=np.float64)
+    else:
+        w = np.ones(freq.size)
+    values = np.asarray(V.values, dtype=np.float64)
+    keep = np.isfinite(freq) & (freq > 0) & (freq < 1) & np.isfinite(values).all(axis=1)
+    # PLINK's variance-standardize divides by sqrt(2p(1-p)): fold the PCA's weights in
+    scale = w * np.sqrt(np.where(keep, 2 * freq * (1 - freq), 0.0)) * np.sqrt(m) / 2
+    n = V.sizes[vdim]
+    ids = coord_text(V, vdim, vdim, ".") if vdim in V.coords else np.arange(n).astype(str)
+    table = {
+        "chrom": coord_text(V, "chrom", vdim, "0"),
+        "id": ids,
+        "ref": coord_text(V, "allele_2", vdim, "B"),
+        "alt": coord_text(V, "allele_1", vdim, "A"),
+        "freq": freq,
+        "weights": values * scale[:, None],
+    }
+    _check_ids([table["chrom"], table["id"], table["ref"], table["alt"]], "variant")
+    return {key: col[keep] for key, col in table.items()}
+
+
+def _allele_text(t: dict) -> str:
+    k = t["weights"].shape[1]
+    lines = ["\t".join(["#CHROM", "ID", "REF", "ALT", "A1", *(f"PC{i + 1}" for i in range(k))])]
+    for c, i, r, a, wts in zip(t["chrom"], t["id"], t["ref"], t["alt"], t["weights"], strict=True):
+        lines.append("\t".join([c, i, r, a, r, *(_number(-v) for v in wts)]))
+        lines.append("\t".join([c, i, r, a, a, *(_number(v) for v in wts)]))
+    return "\n".join(lines) + "\n"
+
+
+def _var_text(t: dict) -> str:
+    k = t["weights"].shape[1]
+    lines = ["\t".join(["#CHROM", "ID", "MAJ", "NONMAJ", *(f"PC{i + 1}" for i in range(k))])]
+    rows = zip(t["chrom"], t["id"], t["ref"], t["alt"], t["freq"], t["weights"], strict=True)
+    for c, i, r, a, p, wts in rows:
+        major_alt = p > 0.5  # the counted allele (ALT) is the major one
+        maj, non = (a, r) if major_alt else (r, a)
+        sign = 2.0 if major_alt else -2.0
+        lines.append("\t".join([c, i, maj, non, *(_number(sign * v) for v in wts)]))
+    return "\n".join(lines) + "\n"
+
+
+def _afreq_text(t: dict) -> str:
+    lines = ["#CHROM\tID\tREF\tALT\tALT_FREQS"]
+    for c, i, r, a, p in zip(t["chrom"], t["id"], t["ref"], t["alt"], t["freq"], strict=True):
+        lines.append("\t".join([c, i, r, a, _number(p)]))
+    return "\n".join(lines) + "\n"
+
+
+def _number(v: float) -> str:
+    return "NA" if not np.isfinite(v) else f"{v:.9g}"
+
+
+def _check_ids(columns, kind: str) -> None:
+    for c in columns:
+        if any(not str(v) or any(ch.isspace() for ch in str(v)) for v in c):
+            raise ValueError(
+                f"PLINK files cannot hold empty identifiers or identifiers with spaces; "
+                f"found one in a {kind} column."
+            )
+
+
+def _write_files(files: dict) -> None:
+    """Write every ``{path: text}`` or none: each to a temporary name, then renamed."""
+    temps = []
+    try:
+        for path, text in files.items():
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            temps.append(tmp)
+            tmp.write_text(text)
+        for tmp, path in zip(temps, files, strict=True):
+            os.replace(tmp, path)
+    finally:
+        for tmp in temps:
+            tmp.unlink(missing_ok=True)

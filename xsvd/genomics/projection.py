@@ -1,0 +1,291 @@
+"""New samples on the PCs of reference samples, and the shrinkage of their scores.
+
+:func:`project_samples` centers and weights new genotypes as the reference
+was, matching variants by id and flipping swapped alleles;
+:func:`shrinkage_factors` gives the asymptotic shrinkage of projected scores
+(Lee, Zou & Wright 2010) that it divides by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import numpy as np
+import xarray as xr
+
+from ..core import backend
+from .plink import BED_CHUNK_BYTES
+from .results import spectrum, variant_dim
+
+__all__ = ["project_samples", "shrinkage_factors"]
+
+
+def shrinkage_factors(res) -> xr.DataArray:
+    """How much projecting new samples shrinks each component's scores (Lee, Zou & Wright 2010).
+
+    The PCs of ``n`` reference samples with ``p`` variants fit the reference
+    samples' own noise; a new sample's projection onto them is shrunk
+    towards 0, by an asymptotic factor that Lee, Zou & Wright (2010) derive
+    for the spiked covariance model (a few population eigenvalues ``lambda``
+    above a noise level ``sigma**2``, ``gamma = p / n``)::
+
+        rho_k = (lambda_k - sigma**2) / (lambda_k - sigma**2 + gamma sigma**2)
+
+    ``lambda_k`` is estimated from the sample eigenvalue ``d_k`` (the
+    variance of component ``k`` of the reference samples) by inverting
+    ``d = lambda (1 + gamma sigma**2 / (lambda - sigma**2))``, which holds
+    for ``d`` above the noise edge ``sigma**2 (1 + sqrt(gamma))**2``; and
+    ``sigma**2`` from the total variance less the components above that
+    edge, ``(trace - sum lambda_k) / (p - m)``, the two estimated together
+    (iterated to a fixed point). ``rho_k`` is the ratio of the expected
+    spread (root mean square) of a new sample's score to a reference
+    sample's; for components at or below the edge (noise) that ratio is
+    ``sqrt(sigma**2 / d_k)``, which meets the formula above at the edge. A
+    component counts as above the edge when it clears the 99th percentile
+    of the largest noise eigenvalue's Tracy-Widom fluctuation (Johnstone
+    2001), so that noise components are not taken for weak structure.
+
+    The model assumes independent noise of one variance across variants:
+    LD-prune the variants (as for the PCA itself). Dey & Lee (2019) extend
+    it to correlated noise.
+
+    Parameters
+    ----------
+    res : SVDResult
+        A centered PCA of the reference samples, samples along ``U``.
+
+    Returns
+    -------
+    xarray.DataArray
+        Along ``component``: the factors ``rho_k`` (between 0 and 1 for the
+        structure components); divide projected scores by them. Attributes:
+        the noise variance (over the trace), ``gamma`` and the number of
+        components above the noise edge.
+
+    References
+    ----------
+    S. Lee, F. Zou and F. A. Wright, "Convergence and prediction of principal
+    component scores in high-dimensional settings", Ann. Statist. 38 (2010)
+    3605-3629. R. Dey and S. Lee, "Asymptotic properties of principal
+    component analysis and shrinkage-bias adjustment under the generalized
+    spiked population model", J. Multivariate Anal. 173 (2019) 145-164.
+
+    Examples
+    --------
+    >>> import xsvd
+    >>> gt = xsvd.datasets.genotypes(n_variants=2_000, n_samples=200, fst=0.02)
+    >>> kept, w = xsvd.patterson_scaling(gt)
+    >>> res = kept.svd.exact(k=4, dim="samples", center=True, weights=w)
+    >>> xsvd.shrinkage_factors(res).values.round(2)
+    array([0.74, 0.72, 0.24, 0.24])
+    """
+    k, n, p, ratios = spectrum(res)
+    dof = n - 1 if res.center else n
+    if dof < 2 or p < k + 1:
+        raise ValueError(
+            f"Shrinkage factors need more samples and variants than components; the result "
+            f"has {n} samples, {p} variants and {k} components."
+        )
+    gamma = p / dof
+    # the largest noise eigenvalue is about sigma2 (1 + sqrt(gamma))**2, give or take its
+    # Tracy-Widom fluctuation (Johnstone 2001); a spike must clear its 99th percentile
+    root = np.sqrt(dof) + np.sqrt(p)
+    spread = root * (1 / np.sqrt(dof) + 1 / np.sqrt(p)) ** (1 / 3)
+    edge = (root**2 + _TW1_99 * spread) / dof
+    d = ratios  # the sample eigenvalues, as fractions of the trace
+    sigma2 = 1.0 / p
+    lam = np.full(k, np.nan)
+    spike = np.zeros(k, dtype=bool)
+    for _ in range(200):
+        spike = d > sigma2 * edge
+        lam = np.where(spike, _population_eigenvalue(d, sigma2, gamma), np.nan)
+        new = (1.0 - lam[spike].sum()) / (p - spike.sum())
+        done = abs(new - sigma2) <= 1e-13 * sigma2
+        sigma2 = new
+        if done:
+            break
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factors = np.where(
+            spike,
+            (lam - sigma2) / (lam - sigma2 + gamma * sigma2),
+            np.sqrt(sigma2 / np.where(d > 0, d, 1.0)),
+        )
+    factors = np.where(d > 0, factors, 1.0)
+    return xr.DataArray(
+        factors,
+        dims=("component",),
+        coords={"component": res.S["component"].values},
+        name="shrinkage",
+        attrs={
+            "long_name": "shrinkage of projected scores (Lee, Zou & Wright 2010)",
+            "noise_variance_fraction": float(sigma2),
+            "gamma": float(gamma),
+            "n_spikes": int(spike.sum()),
+        },
+    )
+
+
+#: The 99th percentile of the Tracy-Widom distribution of order 1 (Johnstone 2001, table 1).
+_TW1_99 = 2.0234
+
+
+def _population_eigenvalue(d, sigma2: float, gamma: float):
+    """``lambda`` with ``d = lambda (1 + gamma sigma2 / (lambda - sigma2))`` (the larger root)."""
+    b = d + sigma2 - gamma * sigma2
+    disc = np.maximum(b * b - 4.0 * d * sigma2, 0.0)
+    return (b + np.sqrt(disc)) / 2.0
+
+
+def project_samples(
+    res,
+    gt: xr.DataArray,
+    *,
+    dim: Hashable = "samples",
+    shrinkage: bool | np.ndarray | xr.DataArray = True,
+) -> xr.DataArray:
+    """Scores of new samples on the PCs of reference samples, corrected for shrinkage.
+
+    The new samples' genotypes are centered and weighted as the reference's
+    were (``res.project``), with each missing call standing for the
+    reference mean of its variant (``missing="mean"``: it adds nothing),
+    which is what PLINK 2's ``--score ... no-mean-imputation
+    variance-standardize`` sums with the reference allele frequencies
+    (``--read-freq``; see :func:`write_plink_pca`). The scores are on the
+    scale of ``res.U`` (PLINK 2's ``.eigenvec``), so that reference and new
+    samples can be plotted together.
+
+    Projected scores are shrunk towards 0 compared with the reference
+    samples' (Lee, Zou & Wright 2010): ``shrinkage=True`` divides each
+    component by the asymptotic factor of :func:`shrinkage_factors`, so
+    that new samples spread as the reference samples of their population
+    do.
+
+    Variants are matched by id (the ``variants`` coordinate) when both have
+    ids, in the reference's order; where ``allele_1`` and ``allele_2`` of
+    the new data are those of the reference swapped, the counts are
+    flipped (``2 - x``). Other allele mismatches are an error.
+
+    Parameters
+    ----------
+    res : SVDResult
+        A centered PCA of the reference samples (``dim`` along ``U``), e.g.
+        with :func:`patterson_scaling`'s weights.
+    gt : xarray.DataArray
+        The new samples' allele counts (of ``allele_1``), dims
+        ``(variants, dim)`` in either order; NumPy, Dask or packed
+        (:func:`open_plink`). NaN or negative codes are missing calls.
+    dim : str
+        The sample dimension of ``gt``.
+    shrinkage : bool or array
+        True: divide by :func:`shrinkage_factors` of ``res``; False: the
+        plain projection; or the factors to divide by, one per component.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``(dim, "component")``, with ``gt``'s sample coordinates and the
+        factors used as the coordinate ``shrinkage`` (1 when not corrected).
+
+    Examples
+    --------
+    >>> import xsvd
+    >>> gt = xsvd.datasets.genotypes(n_variants=2_000, n_samples=300, fst=0.02)
+    >>> ref, new = gt.isel(samples=slice(0, None, 2)), gt.isel(samples=slice(1, None, 2))
+    >>> kept, w = xsvd.patterson_scaling(ref)
+    >>> res = kept.svd.exact(k=2, dim="samples", center=True, weights=w)
+    >>> scores = xsvd.project_samples(res, new.sel(variants=kept.variants))
+    >>> scores.sizes
+    Frozen({'samples': 150, 'component': 2})
+    >>> scores.shrinkage.values.round(2)
+    array([0.67, 0.64])
+    """
+    if not res.center:
+        raise ValueError(
+            "project_samples needs a centered PCA (`center=True`): new samples are centered "
+            "with the reference means, which also stand for their missing calls."
+        )
+    if not isinstance(gt, xr.DataArray) or gt.ndim != 2 or dim not in gt.dims:
+        raise ValueError(
+            f"project_samples needs a 2-D DataArray with a {dim!r} dimension (pass `dim=` to "
+            "name the sample dimension of the new data)."
+        )
+    vdim = variant_dim(res)
+    if vdim not in gt.dims:
+        raise ValueError(
+            f"The new data have dims {gt.dims}; the reference PCA's variants are along "
+            f"{vdim!r}. Rename the variant dimension of the new data to {vdim!r}."
+        )
+    gt = _match_variants(res, gt, vdim)
+    k = res.S.sizes["component"]
+    if shrinkage is True:
+        factors = shrinkage_factors(res).values
+    elif shrinkage is False or shrinkage is None:
+        factors = np.ones(k)
+    else:
+        factors = np.asarray(shrinkage, dtype=np.float64).reshape(-1)
+        if factors.size != k or not np.all(np.isfinite(factors) & (factors > 0)):
+            raise ValueError(
+                f"shrinkage must be True, False or {k} positive factors (one per component), "
+                f"got {shrinkage!r}."
+            )
+    if backend.is_packed(gt.data) and not backend.is_dask(gt.data):
+        gt = gt.copy(data=_as_dask(gt.data))  # projected a block of variants at a time
+    scores = res.project(gt, missing="mean") / xr.DataArray(factors, dims=("component",))
+    scores = scores.assign_coords(shrinkage=("component", factors))
+    scores.name = "scores"
+    scores.attrs = {"long_name": "projected principal component scores (scale of U)"}
+    return scores
+
+
+def _as_dask(packed):
+    """In-memory packed genotypes as one Dask array of packed blocks (rows of ~16 MiB)."""
+    import dask.array as da
+
+    rows = max(1, BED_CHUNK_BYTES // max(packed.data.shape[1], 1))
+    return da.from_array(packed, chunks=(rows, -1), asarray=False, meta=packed[:0, :0])
+
+
+def _match_variants(res, gt: xr.DataArray, vdim: Hashable) -> xr.DataArray:
+    """``gt`` with the reference's variants, in its order, allele-swapped ones flipped."""
+    ref = res.V
+    if vdim in ref.coords and vdim in gt.coords:
+        ids = ref[vdim].values
+        if gt.sizes[vdim] != ids.size or not np.array_equal(gt[vdim].values, ids):
+            import pandas as pd
+
+            have = pd.Index(gt[vdim].values)
+            absent = ~np.isin(ids, have)
+            if absent.any():
+                shown = ", ".join(str(v) for v in ids[absent][:5])
+                raise ValueError(
+                    f"{int(absent.sum())} variant(s) of the reference PCA are not in the new "
+                    f"data (e.g. {shown}). Project on the variants both have: run the PCA on "
+                    "them, e.g. `kept.sel(variants=common)`."
+                )
+            if not have.is_unique:
+                raise ValueError(
+                    "The new data have duplicate variant ids; drop the duplicates first."
+                )
+            gt = gt.sel({vdim: ids})
+    alleles = ("allele_1", "allele_2")
+    if not all(a in ref.coords and a in gt.coords for a in alleles):
+        return gt
+    r1, r2 = (np.asarray(ref[a].values).astype(str) for a in alleles)
+    n1, n2 = (np.asarray(gt[a].values).astype(str) for a in alleles)
+    same = (r1 == n1) & (r2 == n2)
+    swapped = (r1 == n2) & (r2 == n1) & ~same
+    bad = ~(same | swapped)
+    if bad.any():
+        i = np.flatnonzero(bad)[:5]
+        shown = ", ".join(f"{ref[vdim].values[j]} ({r1[j]}/{r2[j]} vs {n1[j]}/{n2[j]})" for j in i)
+        raise ValueError(
+            f"{int(bad.sum())} variant(s) have other alleles in the new data than in the "
+            f"reference (allele_1/allele_2): {shown}. Drop them from both, or fix the "
+            "allele codes (e.g. strand flips)."
+        )
+    if swapped.any():
+        flip = xr.DataArray(swapped, dims=(vdim,))
+        called = gt.where(gt >= 0)  # negative codes are missing calls: NaN
+        gt = xr.where(flip, 2 - called, called, keep_attrs=True)
+        gt = gt.assign_coords(allele_1=(vdim, r1), allele_2=(vdim, r2))
+    return gt

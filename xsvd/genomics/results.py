@@ -1,0 +1,38 @@
+"""What the genomics functions read of a PCA result, as plain numbers.
+
+Only through the result's public interface (``S``, ``V``,
+``explained_variance_ratio``, ``n_samples``, ``feature_dims``), never its
+private attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import numpy as np
+
+__all__ = ["spectrum", "variant_dim"]
+
+
+def spectrum(res):
+    """``(k, n_samples, n_features, S**2 / ||B||**2)`` of a result, plain numbers."""
+    from ..labeled.result import SVDResult
+
+    if not isinstance(res, SVDResult):
+        raise TypeError(f"Expected an xsvd.SVDResult, got {type(res).__name__}.")
+    ratios = np.asarray(res.explained_variance_ratio.values, dtype=np.float64)
+    k = ratios.size
+    n = int(res.n_samples)
+    first = res.V.isel(component=0)
+    p = int(np.isfinite(np.asarray(first.values)).sum())
+    return k, n, p, ratios
+
+
+def variant_dim(res) -> Hashable:
+    """The one feature (variant) dimension of a result; an error for several."""
+    dims = list(res.feature_dims)
+    if len(dims) != 1:
+        raise ValueError(
+            f"Expected a PCA with one variant dimension; the result's features are {dims}."
+        )
+    return dims[0]
