@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import dask
 import dask.array as da
 import numpy as np
@@ -56,6 +58,28 @@ def test_accessor_function_and_methods_agree(field3d):
     assert r1.method == "exact"
 
 
+def test_registering_again_or_after_a_reload_keeps_the_accessor_without_a_warning(field3d):
+    import importlib
+    import warnings
+
+    from xsvd import accessor
+
+    registered = xr.DataArray.__dict__["svd"]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # xarray's AccessorRegistrationWarning fails here
+            accessor.register()
+            importlib.reload(accessor)  # a new SVDAccessor class, as a reload in a session makes
+            accessor.register()
+        assert xr.DataArray.__dict__["svd"] is registered  # kept, not replaced
+        del xr.DataArray.svd
+        assert not hasattr(field3d, "svd")
+        accessor.register()  # gone: registered again
+        assert field3d.svd(k=2, dim="time").S.sizes["component"] == 2
+    finally:
+        xr.DataArray.svd = registered
+
+
 def test_3d_round_trip_dims_coords_attrs(field3d):
     res = field3d.svd.compressed(k=4, dim="time", seed=0)
     U, S, V = res
@@ -103,7 +127,7 @@ def test_2d_genotypes_round_trip():
 
 def test_land_is_nan_in_v_and_in_reconstruction(sst):
     land = sst.isel(time=0).isnull()
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w = xsvd.coslat_weights(sst)
     for obj in (sst, sst.chunk({"time": 30})):
         res = obj.svd.compressed(k=3, dim="time", center=True, weights=w, seed=0)
         assert (res.V.isnull() == land).all()
@@ -175,7 +199,7 @@ def test_project_gives_u_back_and_handles_new_samples(field3d, sst):
     xr.testing.assert_allclose(res.project(field3d), res.U.rename("scores"), atol=1e-10)
     sub = field3d.isel(time=slice(10, 20))
     np.testing.assert_allclose(res.project(sub).values, res.U.isel(time=slice(10, 20)).values)
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w = xsvd.coslat_weights(sst)
     r2 = sst.svd(k=3, dim="time", center=True, weights=w)  # with land
     np.testing.assert_allclose(r2.project(sst).values, r2.U.values, atol=1e-10)
     with pytest.raises(ValueError, match="coordinate 'lon'"):
@@ -186,7 +210,8 @@ def test_to_dataset(field3d):
     res = field3d.svd.compressed(k=3, dim="time", center=True, seed=4)
     ds = res.to_dataset()
     assert {"U", "S", "V", "mean", "explained_variance_ratio"} <= set(ds.data_vars)
-    assert ds.attrs["xsvd_method"] == "compressed" and ds.attrs["xsvd_seed"] == 4
+    assert ds.attrs["xsvd_method"] == "compressed"
+    assert json.loads(ds.attrs["xsvd_settings"])["seed"] == 4
     xr.testing.assert_identical(ds.V, res.V)
     assert ds.month.dims == ("time",)
 
@@ -201,7 +226,7 @@ def test_unpacking_and_repr(field3d):
 
 
 def test_numpy_and_dask_accessor_identical(sst):
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w = xsvd.coslat_weights(sst)
     kw = dict(k=4, dim="time", center=True, weights=w, seed=3)
     r_np = sst.svd.compressed(**kw)
     # fewer samples than features: NumPy cuts feature stripes, so chunk the features
@@ -277,7 +302,7 @@ def test_clear_errors(field3d):
 
 def test_input_is_never_modified(sst):
     before = sst.copy(deep=True)
-    sst.svd(k=3, dim="time", center=True, weights=np.sqrt(np.cos(np.deg2rad(sst.lat))))
+    sst.svd(k=3, dim="time", center=True, weights=xsvd.coslat_weights(sst))
     sst.svd.compressed(k=3, dim="time", center=True, seed=0)
     xr.testing.assert_identical(sst, before)
 

@@ -38,10 +38,13 @@ def test_same_results_as_threaded_scheduler(client):
     ]
     for obj, kw in cases:
         dist = obj.svd.compressed(k=4, seed=0, **kw)  # the client is the default scheduler
+        lazy = obj.svd.compressed(k=4, seed=0, compute=False, **kw)  # one graph, all passes
         with dask.config.set(scheduler="threads"):
             local = obj.svd.compressed(k=4, seed=0, **kw)
-        for a, b in zip(dist, local, strict=True):
-            np.testing.assert_allclose(a.values, b.values, rtol=1e-10, atol=1e-12)
+        assert all(x.chunks is not None for x in lazy)
+        for a, b, c in zip(dist, lazy, local, strict=True):
+            np.testing.assert_allclose(a.values, c.values, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(b.values, c.values, rtol=1e-10, atol=1e-12)
     ex = sst.chunk({"time": 24}).svd.exact(dim="time", k=3, center=True)
     np.testing.assert_allclose(ex.S.values, sst.svd.exact(dim="time", k=3, center=True).S.values)
 

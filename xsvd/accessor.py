@@ -37,9 +37,16 @@ class SVDAccessor:
 
 
 def register() -> None:
-    """Register ``DataArray.svd`` (done once when xsvd is imported)."""
-    if getattr(xr.DataArray, "svd", None) is not None and isinstance(
-        xr.DataArray.__dict__.get("svd"), xr.core.extensions._CachedAccessor
+    """Register ``DataArray.svd`` (done once when xsvd is imported).
+
+    Does nothing when ``DataArray.svd`` is this module's accessor already, from
+    an earlier call or an earlier copy of this module (``importlib.reload``),
+    so xarray warns only when ``svd`` was something else.
+    """
+    current = getattr(xr.DataArray, "svd", None)  # on the class: the accessor class
+    if (getattr(current, "__module__", None), getattr(current, "__qualname__", None)) == (
+        __name__,
+        SVDAccessor.__qualname__,
     ):
         return
     xr.register_dataarray_accessor("svd")(SVDAccessor)

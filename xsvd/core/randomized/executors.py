@@ -19,12 +19,13 @@ Three sibling implementations:
     In-memory NumPy/CuPy: everything runs at once, the data are one stripe
     (or, for large NumPy data, views run on a small thread pool).
 :class:`Lazy`
-    One Dask graph for all passes (``compute=False``). Each pass reads a copy
-    of the input's graph bound to the previous pass's result
-    (``dask.graph_manipulation.bind``), so chunks are read again instead of
-    held. Dask cannot re-create every graph this way (a rechunk inside the
-    input's own graph is shared between the copies), so for such inputs the
-    scheduler may hold chunks until the last pass.
+    One Dask graph for all passes (``compute=False``). Each pass after the
+    first reads a copy of the input's graph bound to the previous pass's
+    result and the kernel's other inputs (``dask.graph_manipulation.bind``),
+    so chunks are read again instead of held, and only when the kernel that
+    takes them can run. Dask cannot re-create every graph this way (a rechunk
+    inside the input's own graph is shared between the copies), so for such
+    inputs the scheduler may hold chunks until the last pass.
 :class:`Stepwise`
     Dask, computed pass by pass (``compute=True``): a pass is one
     ``dask.compute`` of small results only, so every pass reads the chunks
@@ -33,9 +34,10 @@ Three sibling implementations:
     optional ``progress`` object (with ``compute(obj, step)``) computes each
     pass while showing progress.
 
-``Lazy`` and ``Stepwise`` build their graph layers with one shared
-:class:`_Graph`; ``Eager`` and ``Stepwise`` run concrete steps with one shared
-:func:`_run_now`.
+``Lazy`` and ``Stepwise`` build their Dask steps with one shared
+:class:`_DaskSteps`, on Dask's public API only (``dask.array.blockwise`` and
+``reduction``, ``dask.delayed``, ``dask.graph_manipulation.bind``); ``Eager``
+and ``Stepwise`` run concrete steps with one shared :func:`_run_now`.
 """
 
 from __future__ import annotations
@@ -43,12 +45,14 @@ from __future__ import annotations
 import functools
 import operator
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import backend
-from ..blas import SingleThreadedBlas
+from ..blas import SingleThreadedBlas, blas_single_thread
 
 
 class Executor(ABC):
@@ -78,8 +82,8 @@ class Executor(ABC):
         """``value`` as many tasks should see it (put into a graph once)."""
 
     @abstractmethod
-    def stripes(self, after=None) -> list:
-        """The data's stripes for one pass; a lazy pass waits for ``after`` first."""
+    def stripes(self, after=None):
+        """The data's stripes for one pass, for ``map``; a lazy pass waits for ``after`` first."""
 
     @abstractmethod
     def map(self, fn, items, *args, nout: int = 1, per_stripe=()):
@@ -170,7 +174,7 @@ class Lazy(Executor):
     concrete = False
 
     def __init__(self, a, axis: int, split_every: int = 8):
-        self.graph = _Graph(a, axis, split_every)
+        self.graph = _DaskSteps(a, axis, split_every)
         self.axis, self.offsets, self.sizes = axis, self.graph.offsets, self.graph.sizes
         self.xp = backend.namespace(a)
 
@@ -181,7 +185,7 @@ class Lazy(Executor):
             return value
         return dask.delayed(value, pure=True)
 
-    def stripes(self, after=None) -> list:
+    def stripes(self, after=None):
         return self.graph.stripes(after)
 
     def map(self, fn, items, *args, nout: int = 1, per_stripe=()):
@@ -191,9 +195,7 @@ class Lazy(Executor):
         return self.graph.sum(parts)
 
     def call(self, fn, *args, nout: int | None = None):
-        import dask
-
-        return dask.delayed(fn, nout=nout, pure=True)(*args)
+        return _delayed_call(fn, args, nout)
 
     def end_pass(self, state):
         return state
@@ -216,7 +218,7 @@ class Stepwise(Executor):
     """
 
     def __init__(self, a, axis: int, split_every: int = 8, progress=None):
-        self.graph = _Graph(a, axis, split_every)
+        self.graph = _DaskSteps(a, axis, split_every)
         self.axis, self.offsets, self.sizes = axis, self.graph.offsets, self.graph.sizes
         self.xp = backend.namespace(a)
         self.progress = progress
@@ -225,7 +227,7 @@ class Stepwise(Executor):
     def share(self, value):
         return value
 
-    def stripes(self, after=None) -> list:
+    def stripes(self, after=None):
         return self.graph.stripes(None)  # computed pass by pass: a fresh read each time
 
     def map(self, fn, items, *args, nout: int = 1, per_stripe=()):
@@ -240,16 +242,16 @@ class Stepwise(Executor):
 
     def call(self, fn, *args, nout: int | None = None):
         if backend.holds_lazy(args):
-            import dask
-
-            return dask.delayed(fn, nout=nout, pure=True)(*args)
+            return _delayed_call(fn, args, nout)
         return fn(*args)
 
     def end_pass(self, state):
         self.passes_done += 1
         if self.progress is not None:
-            return self.progress.compute(state, step=self.passes_done)
-        (out,) = backend.compute(state)
+            out = self.progress.compute(state, step=self.passes_done)
+        else:
+            (out,) = backend.compute(state)
+        self.graph.arrays.clear()  # all computed: the pass's graph can go
         return out
 
     def array(self, value, shape, dtype):
@@ -282,123 +284,214 @@ def _concat_now(parts):
     return backend.namespace(parts[0]).concatenate(parts, axis=0)
 
 
-class _Stripes(list):
-    """Stripes of a Dask array: per stripe, the keys of its blocks; plus the array."""
+class _Stripes:
+    """A Dask array's stripes for one pass: the array and its ``blockwise`` index.
 
-    def __init__(self, keys, collection):
-        super().__init__(keys)
-        self.collection = collection
+    ``"st"``: stripe ``s`` of rows holds the blocks ``t`` along the columns;
+    ``"ts"``: stripe ``s`` of columns holds the blocks ``t`` along the rows.
+    """
+
+    def __init__(self, x, index: str, after=None):
+        self.x = x
+        self.index = index
+        self.after = after
 
 
-class _Graph:
-    """Dask graph layers for the solver, built directly (O(number of chunks) per step).
+class _DaskSteps:
+    """The solver's steps as Dask collections, O(number of chunks) tasks each.
 
-    Not through one ``dask.delayed`` call per stripe, which would re-optimize
-    the whole input graph for every stripe.
+    A per-stripe result is a 1-D Dask array of objects with one block per
+    stripe (what the kernel returned, never concatenated), handed out as a
+    plain list of ``Delayed`` (``Array.to_delayed``) that the solver passes
+    around and ``dask.compute`` computes. The array behind each list handed
+    out is kept by name, so a later step takes it whole, as one ``blockwise``
+    layer. (One ``dask.delayed`` call per stripe instead would merge the graph
+    so far into every call: O(chunks^2) to build.)
     """
 
     def __init__(self, a, axis: int, split_every: int):
         self.a = a
         self.axis = axis
-        self.sizes = list(a.chunks[axis])
+        self.sizes = [int(s) for s in a.chunks[axis]]
         self.offsets = [int(o) for o in np.cumsum([0, *self.sizes[:-1]])]
         self.split_every = split_every
+        self.arrays: dict = {}  # name -> the object array behind a list handed out
 
     def stripes(self, after=None) -> _Stripes:
-        x = self.a
-        if after is not None:
-            from dask.graph_manipulation import bind
-
-            x = bind(x, after)
-        nb0, nb1 = x.numblocks
-        if self.axis == 0:
-            keys = [[(x.name, i, j) for j in range(nb1)] for i in range(nb0)]
-        else:
-            keys = [[(x.name, i, j) for i in range(nb0)] for j in range(nb1)]
-        return _Stripes(keys, x)
+        return _Stripes(self.a, "st" if self.axis == 0 else "ts", after)
 
     def map(self, fn, items, args, per_stripe, nout: int):
-        """A layer with ``fn`` on every stripe (blocks of the data) or per-stripe result."""
-        from dask.base import tokenize
+        """``fn`` on every stripe (its blocks, as a list) or per-stripe result: one layer."""
+        import dask.array as da
 
-        if isinstance(items, _Stripes):  # blocks of the data: a list of keys each
-            refs_in = [list(keys) for keys in items]
-            sources = [items.collection]
-        else:  # per-stripe results of an earlier step (Delayed)
-            refs_in = [d.key for d in items]
-            sources = list(items)
-        token = tokenize(fn.__name__, refs_in, args, per_stripe)
-        name = f"xsvd-{fn.__name__.strip('_')}-{token}"
-        kernel = SingleThreadedBlas(fn)
-        refs = [_ref(a) for a in args]
-        dsk = {}
-        for i, item in enumerate(refs_in):
-            extra = [_ref(p[i]) for p in per_stripe]
-            dsk[(name, i)] = (kernel, item, *extra, *refs)
-            for j in range(nout if nout > 1 else 0):
-                dsk[(f"{name}-{j}", i)] = (operator.getitem, (name, i), j)
-        lazy_args = [a for a in (*args, *(v for p in per_stripe for v in p)) if backend.is_lazy(a)]
-        graph = _layer(name, dsk, [*sources, *lazy_args])
-        n = len(refs_in)
+        if isinstance(items, _Stripes) and items.after is not None:
+            from dask.graph_manipulation import bind
+
+            # a new copy of the input's graph, read once all else the kernel needs is there
+            lazy = [a for a in (items.after, *args) if backend.is_lazy(a)]
+            items = _Stripes(bind(items.x, lazy), items.index)
+        inputs = [self.per_stripe(items), *(self.per_stripe(p) for p in per_stripe)]
+        out = da.blockwise(
+            _Kernel(fn, tuple(boxed for _, _, boxed in inputs)),
+            "s",
+            *(v for arr, index, _ in inputs for v in (arr, index)),
+            *(v for a in args for v in (a, None)),  # Delayed arguments become dependencies
+            token=f"xsvd-{fn.__name__.strip('_')}",
+            concatenate=False,  # a stripe's blocks as a list: no stripe-sized copy
+            align_arrays=False,  # never rechunk
+            dtype=object,
+            meta=_OBJECTS,
+        )
         if nout == 1:
-            return [_delayed((name, i), graph, name) for i in range(n)]
-        return [[_delayed((f"{name}-{j}", i), graph, name) for i in range(n)] for j in range(nout)]
+            return self.hand_out(out)
+        return [
+            self.hand_out(
+                da.blockwise(
+                    operator.getitem,
+                    "s",
+                    out,
+                    "s",
+                    j,
+                    None,
+                    name=f"{out.name}-{j}",
+                    dtype=object,
+                    meta=_OBJECTS,
+                )
+            )
+            for j in range(nout)
+        ]
 
     def sum(self, parts):
-        """A tree of additions, ``split_every`` parts per task."""
-        from dask.base import tokenize
+        """A tree of additions, ``split_every`` consecutive parts per task."""
+        import dask.array as da
 
         parts = list(parts)
         if len(parts) == 1:
             return parts[0]
-        name = f"xsvd-sum-{tokenize([p.key for p in parts])}"
-        dsk = {}
-        level = [p.key for p in parts]
-        depth = 0
-        while len(level) > 1:
-            nxt = []
-            for g in range(0, len(level), self.split_every):
-                key = (name, depth, g // self.split_every)
-                dsk[key] = (_sum_all, *level[g : g + self.split_every])
-                nxt.append(key)
-            level, depth = nxt, depth + 1
-        return _delayed(level[0], _layer(name, dsk, parts), name)
+        total = da.reduction(
+            self.objects(parts),
+            _same_block,
+            _add_blocks,
+            combine=_add_blocks,
+            axis=0,
+            keepdims=True,
+            dtype=object,
+            split_every=self.split_every,
+            concatenate=False,
+            meta=_OBJECTS,
+            name="xsvd-sum",
+        )
+        (out,) = self.hand_out(total)
+        return out
 
     def concat(self, parts, shapes, dtype, meta):
-        """Per-stripe Delayed results as one Dask array along the first dimension."""
+        """Per-stripe results as one Dask array along the first dimension."""
         import dask.array as da
-        from dask.base import tokenize
 
-        if len(parts) == 1:
-            return da.from_delayed(parts[0], shape=shapes[0], dtype=dtype, meta=meta)
-        name = f"xsvd-concat-{tokenize([p.key for p in parts])}"
-        ndim = len(shapes[0])
-        dsk = {(name, i, *(0,) * (ndim - 1)): p.key for i, p in enumerate(parts)}
-        chunks = (tuple(s[0] for s in shapes), *((shapes[0][d],) for d in range(1, ndim)))
-        return da.Array(_layer(name, dsk, parts), name, chunks, dtype=dtype, meta=meta)
+        rest = "abcdefgh"[: len(shapes[0]) - 1]
+        return da.blockwise(
+            _same_block,
+            "s" + rest,
+            self.objects(parts),
+            "s",
+            new_axes={c: shapes[0][d + 1] for d, c in enumerate(rest)},
+            adjust_chunks={"s": tuple(s[0] for s in shapes)},
+            token="xsvd-concat",
+            dtype=dtype,
+            meta=meta,
+        )
+
+    def hand_out(self, arr) -> list:
+        """The blocks of an object array as a list of ``Delayed``; the array kept by name."""
+        self.arrays[arr.name] = arr
+        return arr.to_delayed(optimize_graph=False).tolist()
+
+    def per_stripe(self, values):
+        """``(array, blockwise index, boxed)`` for stripes or a per-stripe list.
+
+        Concrete values come ``boxed`` in one-element object arrays (``da.from_array``).
+        """
+        import dask
+        import dask.array as da
+
+        if isinstance(values, _Stripes):
+            return values.x, values.index, False
+        if not backend.holds_lazy(values):
+            boxes = np.empty(len(values), dtype=object)
+            for i, v in enumerate(values):
+                boxes[i] = v
+            return da.from_array(boxes, chunks=1), "s", True
+        from dask.delayed import Delayed
+
+        keys = [v.key if isinstance(v, Delayed) else None for v in values]
+        arr = self.arrays.get(keys[0][0]) if isinstance(keys[0], tuple) else None
+        if arr is None or keys != arr.__dask_keys__():  # Delayed from elsewhere
+            arr = da.concatenate(
+                [
+                    da.from_delayed(dask.delayed(v), shape=(1,), dtype=object, meta=_OBJECTS)
+                    for v in values
+                ]
+            )
+        return arr, "s", False
+
+    def objects(self, values):
+        """A per-stripe list as an object array, values unboxed."""
+        arr, _, boxed = self.per_stripe(values)
+        return self.objects(self.map(_same_block, values, (), (), 1)) if boxed else arr
 
 
-def _ref(arg):
-    """A task argument: the key of a Delayed, the value itself otherwise."""
-    return arg.key if backend.is_lazy(arg) else arg
+_OBJECTS = np.empty((0,), dtype=object)  # the meta of arrays of per-stripe results
 
 
-def _layer(name: str, dsk: dict, dependencies: list):
-    """A HighLevelGraph of layer ``dsk`` on top of the graphs of ``dependencies``."""
-    from dask.highlevelgraph import HighLevelGraph
+@dataclass(frozen=True)
+class _Kernel:
+    """``fn(item, *per_stripe, *args)`` on one stripe, one BLAS thread in worker threads.
 
-    seen, deps = set(), []
-    for d in dependencies:
-        if backend.is_lazy(d) and id(d.__dask_graph__()) not in seen:
-            seen.add(id(d.__dask_graph__()))
-            deps.append(d)
-    return HighLevelGraph.from_collections(name, dsk, dependencies=deps)
+    ``boxed``: which of ``item, *per_stripe`` come in one-element object arrays.
+    """
+
+    fn: Callable
+    boxed: tuple
+
+    def __call__(self, *values):
+        n = len(self.boxed)
+        inputs = [v[0] if boxed else v for v, boxed in zip(values[:n], self.boxed, strict=True)]
+        with blas_single_thread():
+            return self.fn(*inputs, *values[n:])
 
 
-def _delayed(key, graph, layer: str):
-    from dask.delayed import Delayed
+def _delayed_call(fn, args, nout: int | None):
+    """``fn(*args)`` as a ``dask.delayed`` call."""
+    import dask
 
-    return Delayed(key, graph, layer=layer)
+    return dask.delayed(fn, nout=nout, pure=True)(*map(_one_argument, args))
+
+
+def _one_argument(arg):
+    """A list or tuple holding Delayed as one Delayed (``dask.delayed`` would
+    otherwise materialize and cull the whole graph for it)."""
+    if type(arg) in (list, tuple) and backend.holds_lazy(arg):
+        import dask
+
+        gather = _listed if type(arg) is list else _tupled
+        return dask.delayed(gather, pure=True)(*map(_one_argument, arg))
+    return arg
+
+
+def _listed(*items) -> list:
+    return list(items)
+
+
+def _tupled(*items) -> tuple:
+    return items
+
+
+def _same_block(block, axis=None, keepdims=None):
+    return block
+
+
+def _add_blocks(parts: list, axis=None, keepdims=None):
+    return _sum_all(*parts)
 
 
 def _sum_all(*parts: Any):
