@@ -69,8 +69,30 @@ def server(store):
 def test_plan_chunks_merges_storage_chunks():
     assert xsvd.io.plan_chunks((400_000, 10_000), (1_000, 10_000), 1) == (13_000, 10_000)
     assert xsvd.io.plan_chunks((100, 50), (10, 50), 8, target_bytes=8 * 50 * 30) == (30, 50)
-    # already large: unchanged
+    # already large: unchanged, never split
     assert xsvd.io.plan_chunks((10**6, 10**4), (50_000, 10**4), 1) == (50_000, 10**4)
+    # split along both dims: the last (contiguous on disk) grows first, whole when it fits
+    assert xsvd.io.plan_chunks((400_000, 10_000), (1_000, 100), 1) == (13_000, 10_000)
+    assert xsvd.io.plan_chunks((10_000, 720, 1440), (100, 90, 90), 4) == (100, 180, 1440)
+
+
+@pytest.mark.parametrize(
+    "shape, storage, itemsize, target",
+    [
+        ((10_000, 720, 1440), (1, 720, 1440), 4, 2**27),
+        ((10_000, 720, 1440), (100, 90, 90), 4, 2**27),
+        ((4128, 4429), (59, 4121), 4, 2**20),  # dask alone would give 3136 features
+        ((24, 4077), (21, 1337), 2, 2**16),
+        ((1718, 27), (652, 24), 4, 2**16),
+        ((5, 7), (10, 10), 8, 2**20),  # storage chunks larger than the array
+        ((123_457,), (1000,), 8, 2**20),
+    ],
+)
+def test_plan_chunks_whole_storage_chunks_within_target(shape, storage, itemsize, target):
+    plan = xsvd.io.plan_chunks(shape, storage, itemsize, target_bytes=target)
+    for c, s, n in zip(plan, storage, shape, strict=True):
+        assert c == n or (c % s == 0 and s <= c < n), (plan, storage)
+    assert np.prod(plan) * itemsize <= target
 
 
 def test_open_zarr_streams_and_matches_memory(store):
@@ -108,6 +130,70 @@ def test_corrupt_chunk_names_store_and_chunk(tmp_path):
     gt = xsvd.open_zarr(path, "genotype", chunks={"variants": 1000})
     with pytest.raises(xsvd.StoreReadError, match=r"chunk \(1, 0\).*'genotype'.*bad\.zarr"):
         gt.svd.compressed(k=2, dim="samples", seed=0)
+
+
+#: Variables of a CF-encoded store: raw dtype, zarr fill value (_FillValue), attributes.
+CF_VARIABLES = {
+    "packed": ("int16", -32768, {"scale_factor": 0.01, "add_offset": 15.0, "missing_value": -1}),
+    "unsigned": ("int8", -1, {"_Unsigned": "true", "scale_factor": 0.5, "missing_value": [-2, 9]}),
+    "signed": ("uint8", 255, {"_Unsigned": "false", "add_offset": 1.0}),
+    "masked": ("int16", 7, {"missing_value": 8}),
+    "masked64": ("int32", 7, {"missing_value": [8, 9]}),
+    "floats": ("float32", float("nan"), {"missing_value": -999.0, "scale_factor": 2.0}),
+    "plain": ("uint16", None, {}),
+}
+
+
+def _cf_store(folder: Path) -> Path:
+    """A Zarr store whose variables use every CF encoding xarray decodes on reading."""
+    import zarr
+
+    path = folder / "cf.zarr"
+    group = zarr.open_group(path, mode="w", zarr_format=2)
+    rng = np.random.default_rng(0)
+    for name, (dtype, fill, attrs) in CF_VARIABLES.items():
+        if np.dtype(dtype).kind == "f":
+            data = rng.normal(size=(40, 30)).astype(dtype)
+        else:
+            info = np.iinfo(dtype)
+            data = rng.integers(info.min, info.max, (40, 30), endpoint=True).astype(dtype)
+        data.flat[::7] = 0 if fill is None else fill
+        for i, value in enumerate(np.ravel(attrs.get("missing_value", []))):
+            data.flat[3 + i :: 11] = value
+        array = group.create_array(
+            name,
+            shape=data.shape,
+            chunks=(16, 30),
+            dtype=dtype,
+            fill_value=fill,
+            attributes={"_ARRAY_DIMENSIONS": ["y", "x"], **attrs},
+        )
+        array[:] = data
+    zarr.consolidate_metadata(path)
+    return path
+
+
+@pytest.mark.parametrize("name", list(CF_VARIABLES))
+def test_chunks_read_raw_decode_as_xarray_does(tmp_path, name):
+    """The GPU read path (raw chunks from zarr, decoded by xsvd) gives what xarray gives."""
+    import zarr
+
+    path = _cf_store(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # xarray: "multiple fill values"
+        var = xr.open_zarr(path)[name]
+        want = var.values
+    raw = zarr.open_group(path, mode="r")[name]
+    got = xsvd.io.zarr.decode_chunk(raw[16:32], var.encoding, var.dtype)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want[16:32])
+    if want.dtype.kind == "f" and name != "plain":
+        assert np.isnan(want).any()  # the store does exercise the masks
+    # ... and through the reader that open_zarr gives to Dask
+    reader = xsvd.io.zarr.ChunkReader(var.variable, str(path), name, (16, 30), raw=raw)
+    np.testing.assert_array_equal(reader[slice(0, 40), slice(0, 30)], want)
+    host = xsvd.io.zarr.ChunkReader(var.variable, str(path), name, (16, 30))
+    np.testing.assert_array_equal(host[slice(0, 40), slice(0, 30)], want)
 
 
 def test_http_store_works_the_same(server, store):
@@ -193,7 +279,7 @@ def test_missing_chunks_of_http_stores(server, store):
 
 def _result():
     sst = datasets.climate_field(n_time=48, n_lat=12, n_lon=24, seed=2)
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w = xsvd.coslat_weights(sst)
     return sst, sst.svd.compressed(k=3, dim="time", center=True, weights=w, seed=11, n_power_iter=2)
 
 
@@ -228,8 +314,8 @@ def test_write_refuses_existing_path_unless_asked(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.zarr"]  # no leftovers
 
 
-def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
-    _, res = _result()
+def _fail_midway(monkeypatch):
+    """Make writing a store fail after part of it is on disk."""
     real = xr.Dataset.to_zarr
 
     def fail_midway(self, store, *args, **kwargs):
@@ -237,96 +323,84 @@ def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
         raise OSError("disk full")  # ...then the write fails
 
     monkeypatch.setattr(xr.Dataset, "to_zarr", fail_midway)
+
+
+def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
+    _, res = _result()
+    _fail_midway(monkeypatch)
     with pytest.raises(OSError, match="disk full"):
         res.to_zarr(tmp_path / "r.zarr")
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.fixture(scope="module")
-def dead_pid() -> int:
-    """The process id of a process that has ended."""
-    done = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(done.stdout)
+def test_failed_replace_leaves_the_old_store(tmp_path, monkeypatch):
+    _, res = _result()
+    path = tmp_path / "r.zarr"
+    res.to_zarr(path)
+    res2 = datasets.climate_field(n_time=24, n_lat=6, n_lon=12).svd(k=2, dim="time")
+    with monkeypatch.context() as patch:
+        _fail_midway(patch)
+        with pytest.raises(OSError, match="disk full"):
+            res2.to_zarr(path, mode="w")
+    xr.testing.assert_identical(xsvd.open_result(path).S, res.S)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.zarr"]
+    # the new store cannot be moved into place: the old one is put back
+    real = os.replace
+
+    def refuse_the_new_store(src, dst):
+        if ".xsvd-tmp-" in os.fspath(src):
+            raise PermissionError("no")
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", refuse_the_new_store)
+    with pytest.raises(PermissionError):
+        res2.to_zarr(path, mode="w")
+    xr.testing.assert_identical(xsvd.open_result(path).S, res.S)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.zarr"]
 
 
 def _debris(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if ".xsvd-" in p.name)
 
 
-def test_later_save_removes_what_interrupted_saves_left(tmp_path, dead_pid):
+def _fake_store(path: Path) -> None:
+    (path / "U").mkdir(parents=True)
+    (path / "U" / "zarr.json").write_text("{}")
+
+
+def test_later_save_removes_stale_debris_only(tmp_path, monkeypatch):
+    """Debris of killed saves is removed by the next save once stale; a running save's is not."""
     _, res = _result()
     path = tmp_path / "r.zarr"
     res.to_zarr(path)
-    host = xsvd.io._host_tag()
-    other_host = f"{int(host, 16) ^ 1:08x}"
-    dead = [
-        f".r.zarr.xsvd-tmp-{dead_pid}-{host}-0123abcd",  # killed while writing
-        f".r.zarr.xsvd-old-{dead_pid}-{host}-89abcdef",  # killed after replacing
-        ".r.zarr.xsvd-tmp-deadbeef",  # written by xsvd 0.1: no process id
-        ".r.zarr.xsvd-old-cafebabe",
-    ]
-    alive = [
-        f".r.zarr.xsvd-tmp-{os.getpid()}-{host}-11111111",  # a writer still running
-        f".r.zarr.xsvd-tmp-{dead_pid}-{other_host}-22222222",  # another host's writer
-        f".other.zarr.xsvd-tmp-{dead_pid}-{host}-33333333",  # another target
-    ]
-    for name in dead + alive:
-        (tmp_path / name / "U").mkdir(parents=True)
-        (tmp_path / name / "U" / "zarr.json").write_text("{}")
+    debris = [".r.zarr.xsvd-tmp-0123abcd", ".r.zarr.xsvd-old-89abcdef"]
+    other = ".other.zarr.xsvd-tmp-33333333"  # another path's
+    for name in [*debris, other]:
+        _fake_store(tmp_path / name)
+    res.to_zarr(path, mode="w")  # fresh: possibly a save still running
+    assert _debris(tmp_path) == sorted([*debris, other])
+    monkeypatch.setattr(xsvd.io.store, "STALE_AFTER", -1)  # as if an hour later
     res.to_zarr(path, mode="w")
-    assert _debris(tmp_path) == sorted(alive)
+    assert _debris(tmp_path) == [other]
     xr.testing.assert_identical(xsvd.open_result(path).S, res.S)
 
 
-def test_crash_between_renames_is_undone(tmp_path, dead_pid, monkeypatch):
-    """Without the atomic exchange, replacing is two renames; a crash between them is undone."""
-    monkeypatch.setattr(xsvd.io, "_exchange", lambda a, b: False)
+def test_save_killed_between_its_renames_is_recovered(tmp_path):
+    """Killed after moving the old store aside: reading finds it, the next save puts it back."""
     _, res = _result()
     res2 = datasets.climate_field(n_time=24, n_lat=6, n_lon=12).svd(k=2, dim="time")
     path = tmp_path / "r.zarr"
     res.to_zarr(path)
-    res2.to_zarr(path, mode="w")  # the fallback replaces, and leaves nothing behind
-    assert xsvd.open_result(path).S.size == 2 and _debris(tmp_path) == []
-    # a writer killed between its two renames: path moved aside, the new store complete
-    tag = f"{dead_pid}-{xsvd.io._host_tag()}-0a1b2c3d"
-    path.rename(tmp_path / f".r.zarr.xsvd-old-{tag}")
-    res.to_zarr(tmp_path / "new.zarr")
-    (tmp_path / "new.zarr").rename(tmp_path / f".r.zarr.xsvd-tmp-{tag}")
-    assert xsvd.open_result(path).S.size == 2  # put back by reading
-    assert path.exists() and _debris(tmp_path) == [f".r.zarr.xsvd-tmp-{tag}"]
-    # ... and by writing: a path put back is not overwritten without mode="w"
-    path.rename(tmp_path / f".r.zarr.xsvd-old-{tag}")
-    with pytest.raises(FileExistsError):
-        res.to_zarr(path)
-    assert xsvd.open_result(path).S.size == 2 and _debris(tmp_path) == []
-
-
-def test_replacing_swaps_the_stores_atomically(tmp_path, monkeypatch):
-    a, b = tmp_path / "a", tmp_path / "b"
-    (a / "x").mkdir(parents=True)
-    b.mkdir()
-    if not xsvd.io._exchange(a, b):
-        pytest.skip("no renameat2(RENAME_EXCHANGE) here (not Linux, or the file system)")
-    assert list(a.iterdir()) == [] and [p.name for p in b.iterdir()] == ["x"]
-    # saving over a result uses it: no moment without the path
-    exchanged, exchange = [], xsvd.io._exchange
-
-    def spy(a, b):
-        exchanged.append(exchange(a, b))
-        return exchanged[-1]
-
-    monkeypatch.setattr(xsvd.io, "_exchange", spy)
-    _, res = _result()
-    res2 = datasets.climate_field(n_time=24, n_lat=6, n_lon=12).svd(k=2, dim="time")
-    res.to_zarr(tmp_path / "r.zarr")
-    res2.to_zarr(tmp_path / "r.zarr", mode="w")
-    assert exchanged == [True] and _debris(tmp_path) == []
-    assert xsvd.open_result(tmp_path / "r.zarr").S.size == 2
+    res2.to_zarr(tmp_path / "new.zarr")
+    path.rename(tmp_path / ".r.zarr.xsvd-old-0a1b2c3d")
+    (tmp_path / "new.zarr").rename(tmp_path / ".r.zarr.xsvd-tmp-0a1b2c3d")
+    back = xsvd.open_result(path)  # the old result, read where it was moved
+    xr.testing.assert_identical(back.S, res.S)
+    assert not path.exists()  # reading renames nothing
+    with pytest.raises(FileExistsError):  # the old result is there: not replaced
+        res2.to_zarr(path)
+    assert path.exists() and _debris(tmp_path) == [".r.zarr.xsvd-tmp-0a1b2c3d"]
+    xr.testing.assert_identical(xsvd.open_result(path).S, res.S)
 
 
 SAVE_IN_A_LOOP = """
@@ -338,7 +412,7 @@ while True:
 """
 
 
-def test_killed_saves_leave_a_readable_result_and_no_debris(tmp_path):
+def test_killed_saves_leave_a_readable_result(tmp_path, monkeypatch):
     _, res = _result()
     here = str(Path(xsvd.__file__).parents[1])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
@@ -361,8 +435,10 @@ def test_killed_saves_leave_a_readable_result_and_no_debris(tmp_path):
             proc.kill()
             proc.wait()
             proc.stdout.close()
+    monkeypatch.setattr(xsvd.io.store, "STALE_AFTER", -1)  # as if an hour later
     for path in paths:
         xr.testing.assert_identical(xsvd.open_result(path).S, res.S)
+        assert all(p.name.startswith(".r.zarr.xsvd-") for p in path.parent.iterdir() if p != path)
         res.to_zarr(path, mode="w")
         assert sorted(p.name for p in path.parent.iterdir()) == ["r.zarr"]
 
@@ -419,37 +495,22 @@ def test_progress_shows_each_pass(capsys):
 
 # --------------------------------------------------------- saved form
 
-DATA = Path(__file__).parent / "data"
-
-
-def test_results_saved_by_format_1_still_open():
-    """Stores written by `to_zarr` before the saved form had a version 2 (tests/data)."""
-    back = xsvd.open_result(DATA / "format1-climate.zarr")
-    expected = np.load(DATA / "format1-climate-expected.npz")
-    np.testing.assert_array_equal(back.U.values, expected["U"])
-    np.testing.assert_array_equal(back.S.values, expected["S"])
-    np.testing.assert_array_equal(back.V.values, expected["V"])
-    np.testing.assert_array_equal(back.mean.values, expected["mean"])
-    np.testing.assert_allclose(back.reconstruct().values, expected["rec"], rtol=1e-12)
-    np.testing.assert_allclose(back.explained_variance_ratio.values, expected["evr"])
-    assert back.V.dims == ("component", "lat", "lon") and back.method == "compressed"
-    assert back.settings["stripes"] == "features"  # was "layout": "cols"
-    assert back.settings["seed"] == 5 and back.center and back.settings["weighted"]
-    units = xsvd.open_result(DATA / "format1-units.zarr")
-    assert units.method == "exact" and units.S.attrs["units"] == "meter"
-    assert units.reconstruct().attrs["units"] == "meter"
-
 
 def test_to_dataset_holds_everything_from_dataset_needs():
     sst, res = _result()
     ds = res.to_dataset()
-    assert ds.attrs["xsvd_format"] == 2 and ds.attrs["xsvd_n_power_iter"] == 2
-    assert ds.attrs["xsvd_center"] == 1 and ds.attrs["xsvd_krylov"] == 1
+    assert ds.attrs["xsvd_format"] == 3 and ds.attrs["xsvd_method"] == "compressed"
+    settings = json.loads(ds.attrs["xsvd_settings"])
+    assert settings["n_power_iter"] == 2 and settings["center"] is True
+    assert json.loads(ds.attrs["xsvd_layout"])["sample_dims"] == ["time"]
     back = xsvd.SVDResult.from_dataset(ds)
     for a, b in zip(res, back, strict=True):
         xr.testing.assert_identical(a, b)
-    assert back.settings == res.settings
+    assert back.settings == res.settings and back.center is True
     xr.testing.assert_allclose(back.reconstruct(), res.reconstruct())
     xr.testing.assert_allclose(back.project(sst), res.project(sst))
     with pytest.raises(ValueError, match="not written by xsvd"):
         xsvd.SVDResult.from_dataset(sst.to_dataset())
+    ds.attrs["xsvd_format"] = 2
+    with pytest.raises(ValueError, match="version 2 .* reads version 3"):
+        xsvd.SVDResult.from_dataset(ds)

@@ -10,6 +10,7 @@ that calendar. Saving and reopening warn about nothing.
 from __future__ import annotations
 
 import importlib
+import json
 import warnings
 
 import numpy as np
@@ -49,7 +50,7 @@ def sst():
 
 @pytest.fixture(scope="module")
 def res(sst):
-    w = np.sqrt(np.cos(np.deg2rad(sst.lat)))
+    w = xsvd.coslat_weights(sst)
     return sst.svd.compressed(3, dim="time", center=True, weights=w, seed=2**40, n_power_iter=2)
 
 
@@ -96,16 +97,20 @@ def test_attributes_are_numbers_or_text(res):
         if isinstance(v, bool) or not isinstance(v, int | float | str)
     }
     assert not odd, f"not netCDF attributes: {odd}"
-    assert attrs["xsvd_center"] == 1 and attrs["xsvd_seed"] == str(2**40)
+    settings = json.loads(attrs["xsvd_settings"])  # every setting, as one JSON text
+    assert settings["center"] is True and settings["seed"] == 2**40
 
 
 def test_other_settings_survive_netcdf3(sst, tmp_path):
     res = sst.svd(k=2, dim="time")
-    res.settings.update(flag=False, label="run 7", sizes=(3, 4), big=-(2**33), ratio=0.25)
+    res.settings.update(
+        flag=False, label="run 7", sizes=(3, 4), big=-(2**33), ratio=0.25, nothing=None
+    )
     back = saved(res, tmp_path / "r.nc", "scipy")
     assert back.settings["flag"] is False and back.settings["label"] == "run 7"
     assert back.settings["sizes"] == [3, 4] and back.settings["big"] == -(2**33)
-    assert back.settings["ratio"] == 0.25
+    assert back.settings["ratio"] == 0.25 and back.settings["nothing"] is None
+    assert back.settings["center"] is False and back.center is False
 
 
 def test_genotype_result_round_trip_netcdf3(tmp_path):
@@ -134,13 +139,6 @@ def test_open_result_names_what_is_wrong(sst, tmp_path):
     sst.to_dataset().to_netcdf(other, engine="scipy")
     with pytest.raises(ValueError, match=r"not a result written by xsvd.*to_netcdf"):
         xsvd.open_result(other)
-
-
-def test_format2_without_the_booleans_attribute_still_opens(res):
-    ds = res.to_dataset()
-    del ds.attrs["xsvd_booleans"]  # as written before the attribute existed
-    back = xsvd.SVDResult.from_dataset(ds)
-    assert back.settings == res.settings and back.settings["krylov"] is res.settings["krylov"]
 
 
 # ----------------------------------------------------------------- cftime

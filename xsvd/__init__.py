@@ -11,10 +11,11 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from . import datasets
-from .options import get_options, set_options
-from .core.packed import PackedGenotypes
 from .accessor import SVDAccessor, register
-from .labeled.api import choose_method, compressed, exact, svd
+from .climate.rotation import RotatedResult
+from .climate.weights import coslat_weights
+from .core import InfiniteValueError, MissingValueError
+from .core.packed import PackedGenotypes
 from .genomics import (
     dosage,
     open_plink,
@@ -27,11 +28,10 @@ from .genomics import (
     write_plink,
     write_plink_pca,
 )
-from .io import MissingChunksWarning, StoreReadError, open_zarr
-from .core import InfiniteValueError, MissingValueError
-from .labeled.result import SVDResult, open_result
-from .climate.rotation import RotatedResult
-from .climate.weights import coslat_weights
+from .io import MissingChunksWarning, StoreReadError, open_result, open_zarr
+from .labeled.api import choose_method, compressed, exact, svd
+from .labeled.result import SVDResult
+from .options import get_options, set_options
 
 try:
     __version__ = version("xsvd")

@@ -1,70 +1,22 @@
 """The labeled result of an SVD: ``U, S, V = res`` and what can be done with it.
 
-The result also owns its saved form: :meth:`SVDResult.to_dataset` writes
-everything needed to restore it into one Dataset (the format below), and
-:meth:`SVDResult.from_dataset` / :func:`open_result` restore it, the layout of
-dims and coordinates through :class:`~xsvd.labeled.layout.Layout`. :mod:`xsvd.io`
-only moves Datasets to and from stores.
-
-The saved form (``xsvd_format = 2``): variables ``U``, ``S``, ``V``,
-``explained_variance_ratio``, ``total_variance``, and where they apply
-``mean``, ``weights`` and ``nan_features``, with the input's coordinates; and
-attributes
-
-- ``xsvd_format``, ``xsvd_method``;
-- ``xsvd_name``, ``xsvd_dims``, ``xsvd_sample_dims``, ``xsvd_input_attrs``:
-  the layout, JSON text; where they apply also ``xsvd_cftime`` (the calendar
-  of each coordinate of cftime dates, which a store of the standard calendar
-  would give back as datetime64), ``xsvd_squeezed`` and ``xsvd_input_dims``
-  (size-1 feature dimensions that were squeezed, and the input's order of
-  dimensions);
-- ``xsvd_data_units``: the units of pint-quantified input;
-- ``xsvd_<setting>`` for each solver setting (``xsvd_seed``, ...): numbers and
-  text as they are, booleans as 0/1 (named in ``xsvd_booleans``, JSON text),
-  anything else (an integer beyond 32 bits, a list) as JSON text (named in
-  ``xsvd_json``); settings that are None are left out.
-
-and the error estimates as ``error_S``, ``error_angle``, ``error_residual``.
-
-Every attribute is a number or text, so the Dataset can be written to netCDF
-(netCDF-3 included) as well as to Zarr, and :func:`open_result` reads both.
-
-Results saved by earlier versions (``xsvd_format = 1``, the settings as one
-JSON attribute) still open.
+The saved form of a result (``to_dataset``, ``from_dataset``, ``to_zarr``,
+:func:`xsvd.open_result`) is :mod:`xsvd.io.results`' business; the methods
+here forward to it.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from typing import Any
-
 import numpy as np
 import xarray as xr
 
-from .. import io
 from ..climate import statistics
 from ..core import Decomposition, backend
 from ..core.missing import missing_rule
 from . import units as _units
-from .layout import COMPONENT, Layout, jsonable
+from .layout import COMPONENT, Layout
 
-__all__ = ["SVDResult", "open_result"]
-
-#: The version of the saved form that :meth:`SVDResult.to_dataset` writes.
-FORMAT = 2
-#: Settings that are booleans (saved as 0/1).
-_BOOLEAN_SETTINGS = frozenset({"krylov", "center", "weighted"})
-#: The columns of ``Decomposition.errors``, as ``errors`` names them (saved as ``error_*``).
-_ERROR_COLUMNS = ("S", "angle", "residual")
-#: Attributes of the saved form that are not settings.
-_LAYOUT_ATTRS = ("name", "dims", "sample_dims", "input_attrs")
-#: ... and those of them that only some results have.
-_OPTIONAL_LAYOUT_ATTRS = ("cftime", "squeezed", "input_dims")
-#: Attributes that say how settings were written: the booleans, the JSON texts.
-_KIND_ATTRS = ("booleans", "json")
-#: Integers that netCDF-3 holds (32 bits); larger ones are saved as JSON text.
-_INT32 = (-(2**31), 2**31 - 1)
+__all__ = ["SVDResult"]
 
 
 class SVDResult(statistics.StatisticsMethods):
@@ -455,62 +407,29 @@ class SVDResult(statistics.StatisticsMethods):
     def to_zarr(self, path, *, mode: str = "w-") -> None:
         """Save U, S, V, coordinates, attrs and the solver settings to a Zarr store.
 
-        Reopen with :func:`xsvd.open_result`. Local writes are atomic: the store
-        is written under a temporary name and renamed into place, so a failure
-        leaves no partial store. An existing path is only replaced with
+        Reopen with :func:`xsvd.open_result`. A lazy result is computed first.
+        Local writes are atomic: the store is written under a temporary name
+        and renamed into place, so a failure leaves no partial store (see
+        :func:`xsvd.io.write_store`). An existing path is only replaced with
         ``mode="w"``. Needs ``pip install "xsvd[io]"``.
         """
-        io.write_store(self.as_numpy().to_dataset(), path, mode=mode)
+        from ..io import results
+
+        results.write_result(self, path, mode=mode)
 
     def to_dataset(self) -> xr.Dataset:
-        """Everything that restores this result, as one Dataset (see the module docstring).
+        """Everything that restores this result, as one Dataset (:mod:`xsvd.io.results`).
 
         U, S, V, the explained variance, the total variance, and where they
-        apply the mean, the weights and the all-NaN feature mask, with the
-        input's coordinates; the solver settings and the layout in the
-        attributes. Pint units become ``units`` attributes (as
+        apply the mean, the weights, the all-NaN feature mask and the error
+        estimates, with the input's coordinates; the solver settings and the
+        layout in the attributes. Pint units become ``units`` attributes (as
         ``.pint.dequantify()`` does). :meth:`from_dataset` (and
         :func:`xsvd.open_result` for a saved store) restores the result.
         """
-        L, d = self._layout, self._d
-        data = {"U": self.U, "S": _units.dequantify(self.S), "V": self.V}
-        data["explained_variance_ratio"] = self.explained_variance_ratio
-        data["total_variance"] = xr.DataArray(d.total_ss, name="total_variance")
-        if self.mean is not None:
-            data["mean"] = _units.dequantify(self.mean)
-        if self._weights is not None:
-            data["weights"] = L.label_feature_vector(self._weights, "weights")
-        if d.nan_features is not None:
-            data["nan_features"] = L.label_feature_vector(d.nan_features, "nan_features")
-        if d.errors is not None:
-            errors = self.errors
-            for name in _ERROR_COLUMNS:
-                data[f"error_{name}"] = _units.dequantify(errors[name]).rename(f"error_{name}")
-        ds = xr.Dataset(data)
-        attrs: dict[str, Any] = {"xsvd_format": FORMAT, "xsvd_method": self.method}
-        attrs.update({f"xsvd_{k}": json.dumps(v) for k, v in L.description().items()})
-        data_units = self._unit("data")
-        if data_units is not None:
-            attrs["xsvd_data_units"] = str(data_units)
-        kinds: dict[str, list[str]] = {"booleans": [], "json": []}
-        for key, value in self.settings.items():
-            value = _plain(value)
-            if value is None:
-                continue
-            if isinstance(value, bool):
-                kinds["booleans"].append(key)
-                value = int(value)
-            elif isinstance(value, str | float) or (
-                isinstance(value, int) and _INT32[0] <= value <= _INT32[1]
-            ):
-                pass
-            else:
-                kinds["json"].append(key)
-                value = json.dumps(value if isinstance(value, int) else jsonable(value))
-            attrs[f"xsvd_{key}"] = value
-        attrs.update({f"xsvd_{k}": json.dumps(v) for k, v in kinds.items() if v})
-        ds.attrs = attrs
-        return ds
+        from ..io import results
+
+        return results.result_to_dataset(self)
 
     @classmethod
     def from_dataset(cls, ds: xr.Dataset) -> SVDResult:
@@ -518,124 +437,9 @@ class SVDResult(statistics.StatisticsMethods):
 
         Raises ``ValueError`` when ``ds`` was not written by :meth:`to_dataset`.
         """
-        if "xsvd_format" not in ds.attrs:
-            raise ValueError(
-                "This Dataset was not written by xsvd (`SVDResult.to_dataset` or `to_zarr`): "
-                "it has no `xsvd_format` attribute."
-            )
-        ds = ds.load()
-        layout_desc, settings, center, data_units = _read_attrs(ds.attrs)
-        layout = Layout.from_description(layout_desc, ds)
-        if data_units is not None:  # the input was quantified: units as an attribute
-            layout.attrs.setdefault("units", data_units)
-        nan_features = None
-        if "nan_features" in ds:
-            nan_features = layout.feature_vector_values(ds["nan_features"]).astype(bool)
-        mean = None
-        if "mean" in ds:
-            mean = layout.feature_vector_values(ds["mean"])
-            if nan_features is not None:  # the solver's mean is 0 there, NaN only in the label
-                mean = np.where(nan_features, 0.0, mean)
-        weights = layout.feature_vector_values(ds["weights"]) if "weights" in ds else None
-        errors = None
-        if all(f"error_{name}" in ds for name in _ERROR_COLUMNS):
-            errors = np.stack([ds[f"error_{name}"].values for name in _ERROR_COLUMNS], axis=1)
-        d = Decomposition(
-            layout.samples_values(ds["U"]),
-            ds["S"].values,
-            layout.features_values(ds["V"]),
-            mean,
-            np.asarray(ds["total_variance"].values),
-            nan_features,
-            ds.attrs["xsvd_method"],
-            {k: v for k, v in settings.items() if k not in ("center", "weighted")},
-            errors,
-        )
-        return cls(d, layout, center=center, weights=weights)
+        from ..io import results
 
-
-def open_result(path: str | os.PathLike, *, storage_options: dict | None = None) -> SVDResult:
-    """Reopen a result saved with :meth:`SVDResult.to_zarr` or as netCDF.
-
-    Parameters
-    ----------
-    path : str or path
-        The result's Zarr store (a local path or a URL that fsspec can
-        read), or a local netCDF file written by
-        ``res.to_dataset().to_netcdf(path)`` (netCDF-3 through scipy;
-        netCDF-4 needs h5netcdf or netCDF4). Dates of cftime calendars come
-        back as cftime dates of the same calendar, the standard one too.
-    storage_options : dict, optional
-        Passed to fsspec for URLs.
-
-    Returns
-    -------
-    SVDResult
-        The same U, S, V, coordinates, attrs and settings, loaded into
-        memory; it can ``reconstruct()`` and ``project()`` as the original
-        could. Pint units of a quantified input come back as ``units``
-        attributes (on ``S`` and on ``reconstruct()``), not as quantities.
-
-    Raises
-    ------
-    StoreReadError
-        When the store or file cannot be opened.
-    ValueError
-        When it does not hold a result written by xsvd.
-
-    Examples
-    --------
-    >>> import tempfile, xsvd
-    >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
-    >>> res = sst.svd(k=3, dim="time", center=True)
-    >>> path = tempfile.mkdtemp() + "/eofs.zarr"
-    >>> res.to_zarr(path)
-    >>> back = xsvd.open_result(path)
-    >>> back.method, back.V.dims
-    ('exact', ('component', 'lat', 'lon'))
-    """
-    ds = io.read_result_dataset(path, storage_options=storage_options)
-    try:
-        return SVDResult.from_dataset(ds)
-    except ValueError as exc:
-        raise ValueError(
-            f"{os.fspath(path)!r} is not a result written by xsvd (`res.to_zarr(path)` or "
-            "`res.to_dataset().to_netcdf(path)`)."
-        ) from exc
-
-
-def _read_attrs(attrs: dict):
-    """``(layout description, settings, center, data units)`` from a saved result's attributes."""
-    desc = {k: json.loads(attrs[f"xsvd_{k}"]) for k in _LAYOUT_ATTRS}
-    desc.update(
-        {k: json.loads(attrs[f"xsvd_{k}"]) for k in _OPTIONAL_LAYOUT_ATTRS if f"xsvd_{k}" in attrs}
-    )
-    units = attrs.get("xsvd_data_units")
-    if int(attrs["xsvd_format"]) == 1:  # settings as one JSON attribute
-        settings = json.loads(attrs["xsvd_settings"])
-        if "layout" in settings:  # renamed: which way the data were cut
-            cut = settings.pop("layout")
-            settings["stripes"] = {"rows": "samples", "cols": "features"}.get(cut, cut)
-        return desc, settings, bool(attrs["xsvd_center"]), units
-    layout = (*_LAYOUT_ATTRS, *_OPTIONAL_LAYOUT_ATTRS, *_KIND_ATTRS)
-    skip = {"xsvd_format", "xsvd_method", "xsvd_data_units", *(f"xsvd_{k}" for k in layout)}
-    booleans = set(json.loads(attrs.get("xsvd_booleans", "[]"))) | _BOOLEAN_SETTINGS
-    texts = set(json.loads(attrs.get("xsvd_json", "[]")))
-    settings = {}
-    for name, value in attrs.items():
-        if name.startswith("xsvd_") and name not in skip:
-            key = name[len("xsvd_") :]
-            if key in booleans:
-                value = bool(value)
-            elif key in texts:
-                value = json.loads(value)
-            settings[key] = _plain(value)
-    return desc, settings, bool(settings.get("center", False)), units
-
-
-def _plain(value):
-    """A NumPy scalar as the Python number it holds (attributes read back may be NumPy)."""
-    return value.item() if isinstance(value, np.generic) else value
+        return results.result_from_dataset(ds)
 
 
 def _zero_masked(X, mask):

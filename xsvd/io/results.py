@@ -1,0 +1,208 @@
+"""The saved form of a result: :class:`xsvd.SVDResult` to and from a Dataset, a store, a file.
+
+:func:`result_to_dataset` writes everything needed to restore a result into
+one Dataset, :func:`result_from_dataset` restores it, :func:`write_result`
+saves it as a Zarr store (:func:`xsvd.io.write_store`: atomic, checksums) and
+:func:`open_result` reopens a store or a netCDF file. The result is used
+through its public interface only (``layout``, ``decomposition``,
+``units``, the labeled parts, the constructor).
+
+The saved form (``xsvd_format = 3``): variables ``U``, ``S``, ``V``,
+``explained_variance_ratio``, ``total_variance``, and where they apply
+``mean``, ``weights``, ``nan_features`` and the error estimates
+``error_S``, ``error_angle``, ``error_residual``, with the input's
+coordinates; and the attributes
+
+- ``xsvd_format`` (an integer) and ``xsvd_method`` (text);
+- ``xsvd_layout``: JSON text, how the input's dims map to the matrix
+  (:meth:`Layout.description <xsvd.labeled.layout.Layout.description>`:
+  name, dims, sample dims, input attributes; where they apply the calendar
+  of each coordinate of cftime dates, which a store of the standard
+  calendar would give back as datetime64, and the size-1 feature
+  dimensions that were squeezed);
+- ``xsvd_settings``: JSON text, the result's ``settings`` dict as it is
+  (numbers, text, booleans, lists, None; ``center`` and ``weighted``
+  included);
+- ``xsvd_data_units``: the units of pint-quantified input, where it was.
+
+Every attribute is a number or text, so the Dataset can be written to netCDF
+(netCDF-3 included) as well as to Zarr, and :func:`open_result` reads both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+import numpy as np
+import xarray as xr
+
+from ..core import Decomposition
+from ..labeled import units
+from ..labeled.layout import Layout, jsonable
+from .errors import StoreReadError
+from .netcdf import is_netcdf, read_netcdf
+from .store import read_store, write_store
+
+if TYPE_CHECKING:
+    from ..labeled.result import SVDResult
+
+__all__ = ["FORMAT", "result_to_dataset", "result_from_dataset", "write_result", "open_result"]
+
+#: The version of the saved form that :func:`result_to_dataset` writes and reads.
+FORMAT = 3
+#: The columns of ``SVDResult.errors`` that are saved (as ``error_*``).
+ERROR_COLUMNS = ("S", "angle", "residual")
+
+
+def result_to_dataset(res: SVDResult) -> xr.Dataset:
+    """Everything that restores ``res``, as one Dataset (the saved form above).
+
+    Pint units become ``units`` attributes (as ``.pint.dequantify()`` does).
+    """
+    layout, d = res.layout, res.decomposition
+    data = {"U": res.U, "S": units.dequantify(res.S), "V": res.V}
+    data["explained_variance_ratio"] = res.explained_variance_ratio
+    data["total_variance"] = xr.DataArray(d.total_ss, name="total_variance")
+    if res.mean is not None:
+        data["mean"] = units.dequantify(res.mean)
+    if res.weights is not None:
+        data["weights"] = res.weights
+    if d.nan_features is not None:
+        data["nan_features"] = layout.label_feature_vector(d.nan_features, "nan_features")
+    if d.errors is not None:
+        errors = res.errors
+        for name in ERROR_COLUMNS:
+            data[f"error_{name}"] = units.dequantify(errors[name]).rename(f"error_{name}")
+    ds = xr.Dataset(data)
+    ds.attrs = {
+        "xsvd_format": FORMAT,
+        "xsvd_method": res.method,
+        "xsvd_layout": json.dumps(layout.description()),
+        "xsvd_settings": json.dumps(jsonable(res.settings)),
+    }
+    if res.units is not None and res.units.data is not None:
+        ds.attrs["xsvd_data_units"] = str(res.units.data)
+    return ds
+
+
+def result_from_dataset(ds: xr.Dataset) -> SVDResult:
+    """The result saved in ``ds`` by :func:`result_to_dataset` (loaded into memory).
+
+    Raises ``ValueError`` when ``ds`` was not written by xsvd, or in another
+    version of the saved form.
+    """
+    from ..labeled.result import SVDResult
+
+    version = ds.attrs.get("xsvd_format")
+    if version is None:
+        raise ValueError(
+            "This Dataset was not written by xsvd (`SVDResult.to_dataset` or `to_zarr`): "
+            "it has no `xsvd_format` attribute."
+        )
+    if int(version) != FORMAT:
+        raise ValueError(
+            f"This result was saved in version {int(version)} of xsvd's saved form, by a "
+            f"development version of xsvd; this version reads version {FORMAT}. Compute "
+            "the result again and save it with this version."
+        )
+    ds = ds.load()
+    layout = Layout.from_description(json.loads(ds.attrs["xsvd_layout"]), ds)
+    if "xsvd_data_units" in ds.attrs:  # the input was quantified: units as an attribute
+        layout.attrs.setdefault("units", ds.attrs["xsvd_data_units"])
+    # all settings, center and weighted included; the constructor is given center=
+    # explicitly, and the weights (saved as a variable) where weighted is true
+    settings = json.loads(ds.attrs["xsvd_settings"])
+    nan_features = None
+    if "nan_features" in ds:
+        nan_features = layout.feature_vector_values(ds["nan_features"]).astype(bool)
+    mean = None
+    if "mean" in ds:
+        mean = layout.feature_vector_values(ds["mean"])
+        if nan_features is not None:  # the solver's mean is 0 there, NaN only in the label
+            mean = np.where(nan_features, 0.0, mean)
+    weights = layout.feature_vector_values(ds["weights"]) if "weights" in ds else None
+    errors = None
+    if all(f"error_{name}" in ds for name in ERROR_COLUMNS):
+        errors = np.stack([ds[f"error_{name}"].values for name in ERROR_COLUMNS], axis=1)
+    d = Decomposition(
+        U=layout.samples_values(ds["U"]),
+        S=ds["S"].values,
+        V=layout.features_values(ds["V"]),
+        mean=mean,
+        total_ss=np.asarray(ds["total_variance"].values),
+        nan_features=nan_features,
+        method=ds.attrs["xsvd_method"],
+        settings=settings,
+        errors=errors,
+    )
+    return SVDResult(d, layout, center=bool(settings["center"]), weights=weights)
+
+
+def write_result(res: SVDResult, path: str | os.PathLike, *, mode: str = "w-") -> None:
+    """Save ``res`` as a Zarr store (:func:`xsvd.io.write_store`); a lazy result is computed first.
+
+    Computing before writing keeps the write itself short, and a failed
+    computation leaves nothing on disk.
+    """
+    write_store(result_to_dataset(res.as_numpy().compute()), path, mode=mode)
+
+
+def open_result(path: str | os.PathLike, *, storage_options: dict | None = None) -> SVDResult:
+    """Reopen a result saved with :meth:`xsvd.SVDResult.to_zarr` or as netCDF.
+
+    Parameters
+    ----------
+    path : str or path
+        The result's Zarr store (a local path or a URL that fsspec can
+        read), or a local netCDF file written by
+        ``res.to_dataset().to_netcdf(path)`` (netCDF-3 through scipy;
+        netCDF-4 needs h5netcdf or netCDF4). Dates of cftime calendars come
+        back as cftime dates of the same calendar, the standard one too.
+    storage_options : dict, optional
+        Passed to fsspec for URLs.
+
+    Returns
+    -------
+    SVDResult
+        The same U, S, V, coordinates, attrs and settings, loaded into
+        memory; it can ``reconstruct()`` and ``project()`` as the original
+        could. Pint units of a quantified input come back as ``units``
+        attributes (on ``S`` and on ``reconstruct()``), not as quantities.
+
+    Raises
+    ------
+    StoreReadError
+        When the store or file cannot be opened.
+    ValueError
+        When it does not hold a result written by xsvd.
+
+    Examples
+    --------
+    >>> import tempfile, xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
+    >>> res = sst.svd(k=3, dim="time", center=True)
+    >>> path = tempfile.mkdtemp() + "/eofs.zarr"
+    >>> res.to_zarr(path)
+    >>> back = xsvd.open_result(path)
+    >>> back.method, back.V.dims
+    ('exact', ('component', 'lat', 'lon'))
+    """
+    text = os.fspath(path)
+    if is_netcdf(path):
+        ds = read_netcdf(path)
+    elif "://" not in text and os.path.isfile(text):
+        raise StoreReadError(
+            f"{text!r} is a file but not a netCDF file (netCDF-3 or netCDF-4) and a Zarr store "
+            "is a folder; give a result saved with `res.to_zarr(path)` or "
+            "`res.to_dataset().to_netcdf(path)`."
+        )
+    else:
+        ds = read_store(path, storage_options=storage_options)
+    if "xsvd_format" not in ds.attrs:
+        raise ValueError(
+            f"{text!r} is not a result written by xsvd (`res.to_zarr(path)` or "
+            "`res.to_dataset().to_netcdf(path)`)."
+        )
+    return result_from_dataset(ds)

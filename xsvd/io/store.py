@@ -1,0 +1,236 @@
+"""Zarr stores of Datasets: atomic saves with a checksum per chunk, and reading them back.
+
+:func:`write_store` writes a Dataset so that a local ``path`` holds either
+the old store or the complete new one, never a partial one (the guarantee
+and its limits are in its docstring); every chunk carries a CRC-32C
+checksum (zarr's own codec), which :func:`read_store` verifies by reading
+every chunk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import time
+import uuid
+import warnings
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .errors import StoreReadError, require_zarr
+from .zarr import open_zarr_dataset
+
+__all__ = ["write_store", "read_store", "STALE_AFTER"]
+
+#: Temporaries and backups of interrupted saves older than this (seconds) are removed.
+STALE_AFTER = 3600
+
+
+def write_store(ds: xr.Dataset, path: str | os.PathLike, *, mode: str = "w-") -> None:
+    """Write a Dataset to a Zarr store, atomically for local paths.
+
+    ``mode="w-"`` refuses an existing path, ``mode="w"`` replaces it. Every
+    chunk is compressed with Zstandard and carries a CRC-32C checksum, so a
+    corrupt byte fails :func:`read_store` instead of changing a number.
+
+    For a local ``path``:
+
+    - the store is written completely under a temporary name next to it,
+      ``.NAME.xsvd-tmp-HEX``, and then renamed to ``path``. A failure, or the
+      process being killed, before that rename leaves ``path`` as it was
+      (the old store, or nothing). A failure removes the temporary; a killed
+      process leaves it, and the next save of ``path`` removes it once it is
+      an hour old (``STALE_AFTER``: a save still running is left alone);
+    - an existing store (``mode="w"``) is first renamed to
+      ``.NAME.xsvd-old-HEX``, the new one renamed to ``path``, and the old one
+      deleted. If the process is killed between the two renames, ``path`` is
+      missing for a moment: :func:`read_store` then reads that backup, and
+      the next save of ``path`` renames it back first.
+
+    A URL (``s3://...``) is written in place: zarr's own writes, without
+    these guarantees.
+    """
+    require_zarr()
+    if mode not in ("w-", "w"):
+        raise ValueError(f"mode must be 'w-' (fail if the path exists) or 'w', got {mode!r}.")
+    text = os.fspath(path)
+    if "://" in text:
+        _to_zarr(ds, text, mode)
+        return
+    target = Path(text)
+    backup = _find_backup(target)
+    if backup is not None:  # a save was killed between its two renames: put it back
+        with contextlib.suppress(OSError):
+            os.replace(backup, target)
+    _remove_stale(target)
+    if os.path.lexists(target) and mode == "w-":
+        raise FileExistsError(
+            f"{text!r} already exists; pass mode='w' to overwrite it, or choose another path."
+        )
+    tag = uuid.uuid4().hex[:8]
+    tmp = _sibling(target, "tmp", tag)
+    try:
+        _to_zarr(ds, tmp, "w-")
+        if mode == "w-" or not os.path.lexists(target):
+            os.replace(tmp, target)  # fails if a store appeared at path meanwhile
+            return
+        old = _sibling(target, "old", tag)
+        os.replace(target, old)
+        try:
+            os.replace(tmp, target)
+        except BaseException:
+            os.replace(old, target)
+            raise
+        _remove(old)
+    finally:
+        _remove(tmp)  # what a failed save wrote; nothing after a success
+
+
+def _find_backup(target: Path) -> Path | None:
+    """The old store a save of ``target`` moved aside, when ``target`` itself is missing.
+
+    That is only the case when the save was killed between its two renames.
+    The newest backup, if there are several.
+    """
+    if os.path.lexists(target):
+        return None
+    backups = []
+    for path in _siblings(target, "old"):
+        with contextlib.suppress(OSError):
+            backups.append((path.lstat().st_mtime, path))
+    return max(backups)[1] if backups else None
+
+
+def _sibling(target: Path, kind: str, tag: str) -> Path:
+    """``.NAME.xsvd-KIND-TAG`` next to ``target``: a temporary (``tmp``) or a backup (``old``)."""
+    return target.with_name(f".{target.name}.xsvd-{kind}-{tag}")
+
+
+def _siblings(target: Path, kind: str = "*") -> list[Path]:
+    """The temporaries and backups (``kind``: ``tmp``, ``old`` or both) next to ``target``."""
+    pattern = glob.escape(str(target.with_name(f".{target.name}.xsvd-"))) + f"{kind}-*"
+    return [Path(p) for p in glob.glob(pattern)]
+
+
+def _remove_stale(target: Path) -> None:
+    """Remove what saves of ``target`` killed more than ``STALE_AFTER`` seconds ago left.
+
+    Age is the time of the last change (``st_ctime``: a save's temporary
+    changes while it is written, a backup when it is renamed), so a save
+    still running is left alone.
+    """
+    now = time.time()
+    for path in _siblings(target):
+        with contextlib.suppress(OSError):
+            if now - path.lstat().st_ctime > STALE_AFTER:
+                _remove(path)
+
+
+def _remove(path: Path) -> None:
+    """Delete a store (a directory), or whatever else is at ``path``; quietly."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+
+
+def _checksummed(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with every variable encoded with Zstandard, then a CRC-32C checksum per chunk.
+
+    A flipped byte in a chunk is then an error on reading, not a different
+    number. The variables' other encodings (e.g. the units of a time
+    coordinate) are kept; codecs they carried from where they were read
+    are replaced. Fixed-width text becomes variable-length strings (the
+    Zarr 3 specification has no fixed-width strings: zarr would warn).
+    """
+    from zarr.codecs import Crc32cCodec, ZstdCodec
+
+    ds = ds.copy()
+    for name, var in list(ds.variables.items()):
+        if var.dtype.kind == "U":
+            fixed = var
+            var = fixed.astype(object)
+            var.encoding = dict(fixed.encoding)
+            if name in ds.indexes:
+                ds = ds.assign_coords({name: var.to_index_variable()})
+            else:
+                ds[name] = var
+            var = ds.variables[name]
+        encoding = {
+            k: v
+            for k, v in var.encoding.items()
+            if k not in ("compressor", "compressors", "filters", "serializer", "shards")
+        }
+        encoding["compressors"] = (ZstdCodec(), Crc32cCodec())
+        var.encoding = encoding
+    return ds
+
+
+def _to_zarr(ds: xr.Dataset, store, mode: str) -> None:
+    """Write ``ds`` (format 3, checksums, consolidated metadata) without zarr's notice about it."""
+    import zarr
+
+    category = getattr(zarr.errors, "ZarrUserWarning", UserWarning)
+    with warnings.catch_warnings():
+        # consolidated metadata (one read to open a result, no listing of URLs) is
+        # not in the Zarr 3 specification yet; zarr says so on every write
+        warnings.filterwarnings("ignore", "Consolidated metadata", category)
+        _checksummed(ds).to_zarr(store, mode=mode, zarr_format=3, consolidated=True)
+
+
+def read_store(path: str | os.PathLike, *, storage_options: dict | None = None) -> xr.Dataset:
+    """Read a Zarr store into memory as a Dataset, or raise :class:`StoreReadError` naming it.
+
+    Stores with and without consolidated metadata open alike. Every chunk is
+    read, so a checksum that does not match (a corrupt chunk of a store
+    written by :func:`write_store`) raises here, naming the store and the
+    variable. Where a local ``path`` is missing because a replacing save was
+    killed between its two renames, the old store it moved aside is read
+    (nothing is renamed: reading needs no write permission).
+    """
+    require_zarr()
+    text = os.fspath(path)
+    source = path
+    if "://" not in text:
+        source = _find_backup(Path(text)) or path
+    try:
+        ds = open_zarr_dataset(source, chunks=None, storage_options=storage_options)
+    except Exception as exc:
+        raise StoreReadError(
+            f"Could not open the store {text!r}: {type(exc).__name__}: {exc}."
+        ) from exc
+    for name, var in ds.variables.items():
+        try:
+            var.load()
+        except Exception as exc:
+            raise StoreReadError(
+                f"Could not read variable {name!r} of the store {text!r}: "
+                f"{type(exc).__name__}: {exc}. The store is corrupt (a checksum does not match "
+                "or a chunk cannot be decoded) or not readable; save the result again."
+            ) from exc
+    return _fixed_width_strings(ds)
+
+
+def _fixed_width_strings(ds: xr.Dataset) -> xr.Dataset:
+    """Variable-length strings read from a store (NumPy's ``StringDType``) as ``<U`` arrays.
+
+    :func:`write_store` writes text as variable-length strings; this gives
+    them back as the fixed-width NumPy strings xarray makes of text.
+    """
+    texts = [name for name, var in ds.variables.items() if var.dtype.kind == "T"]
+    for name in texts:
+        var = ds.variables[name]
+        text = np.asarray(var.values).astype(object).astype(str)
+        fixed = xr.Variable(var.dims, text, var.attrs, var.encoding)
+        if name in ds.indexes:
+            ds = ds.assign_coords({name: fixed.to_index_variable()})
+        elif name in ds.coords:
+            ds = ds.assign_coords({name: fixed})
+        else:
+            ds[name] = fixed
+    return ds
