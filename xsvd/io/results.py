@@ -15,7 +15,7 @@ coordinates; and the attributes
 
 - ``xsvd_format`` (an integer) and ``xsvd_method`` (text);
 - ``xsvd_layout``: JSON text, how the input's dims map to the matrix
-  (:meth:`Layout.description <xsvd.labeled.layout.Layout.description>`:
+  (:func:`describe_layout`:
   name, dims, sample dims, input attributes; where they apply the calendar
   of each coordinate of cftime dates, which a store of the standard
   calendar would give back as datetime64, and the size-1 feature
@@ -33,14 +33,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
 
 from ..core import Decomposition
 from ..labeled import units
-from ..labeled.layout import Layout, jsonable
+from ..labeled.dims import cftime_calendar
+from ..labeled.layout import COMPONENT, Layout
 from .errors import StoreReadError
 from .netcdf import is_netcdf, read_netcdf
 from .store import read_store, write_store
@@ -79,7 +80,7 @@ def result_to_dataset(res: SVDResult) -> xr.Dataset:
     ds.attrs = {
         "xsvd_format": FORMAT,
         "xsvd_method": res.method,
-        "xsvd_layout": json.dumps(layout.description()),
+        "xsvd_layout": json.dumps(describe_layout(layout)),
         "xsvd_settings": json.dumps(jsonable(res.settings)),
     }
     if res.units is not None and res.units.data is not None:
@@ -108,7 +109,7 @@ def result_from_dataset(ds: xr.Dataset) -> SVDResult:
             "the result again and save it with this version."
         )
     ds = ds.load()
-    layout = Layout.from_description(json.loads(ds.attrs["xsvd_layout"]), ds)
+    layout = layout_from_description(json.loads(ds.attrs["xsvd_layout"]), ds)
     if "xsvd_data_units" in ds.attrs:  # the input was quantified: units as an attribute
         layout.attrs.setdefault("units", ds.attrs["xsvd_data_units"])
     # all settings, center and weighted included; the constructor is given center=
@@ -206,3 +207,89 @@ def open_result(path: str | os.PathLike, *, storage_options: dict | None = None)
             "`res.to_dataset().to_netcdf(path)`)."
         )
     return result_from_dataset(ds)
+
+
+# ------------------------------------------------------------ the layout
+def describe_layout(layout: Layout) -> dict:
+    """What, besides the coordinates, restores this layout: JSON-able values.
+
+    ``cftime`` maps each coordinate of cftime dates to its calendar: a store
+    decodes dates of the standard calendar as ``datetime64``, and
+    :func:`layout_from_description` turns them back.
+    """
+    out = {
+        "name": None if layout.name is None else str(layout.name),
+        "dims": [str(d) for d in layout.dims],
+        "sample_dims": [str(d) for d in layout.sample_dims],
+        "input_attrs": jsonable(layout.attrs),
+    }
+    calendars = {str(k): c for k, v in layout.coords.items() if (c := cftime_calendar(v))}
+    if calendars:
+        out["cftime"] = calendars
+    if layout.squeezed:
+        out["squeezed"] = [str(d) for d in layout.squeezed]
+        out["input_dims"] = [str(d) for d in layout.input_dims]
+    return out
+
+
+def layout_from_description(description: dict, ds: xr.Dataset) -> Layout:
+    """The layout of a saved result: ``description`` plus the sizes and coords of ``ds``."""
+    dims = tuple(description["dims"])
+    sample_dims = tuple(description["sample_dims"])
+    coords = {k: v.variable for k, v in ds.coords.items() if COMPONENT not in v.dims}
+    for name, calendar in (description.get("cftime") or {}).items():
+        if name in coords:
+            coords[name] = as_cftime(coords[name], calendar)
+    return Layout(
+        name=description["name"],
+        dims=dims,
+        sample_dims=sample_dims,
+        feature_dims=tuple(d for d in dims if d not in sample_dims),
+        sizes={d: ds.sizes[d] for d in dims},
+        coords=coords,
+        attrs=dict(description["input_attrs"]),
+        squeezed=tuple(description.get("squeezed") or ()),
+        input_dims=tuple(description.get("input_dims") or dims),
+    )
+
+
+def jsonable(obj: Any):
+    """``obj`` with NumPy scalars and arrays as plain Python, anything else unknown as text."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if obj is None or isinstance(obj, bool | int | float | str):
+        return obj
+    return str(obj)
+
+
+def as_cftime(var: xr.Variable, calendar: str) -> xr.Variable:
+    """``var``'s datetime64 values as cftime dates of ``calendar`` (other values unchanged).
+
+    A store decodes dates of the standard calendar as datetime64 unless told
+    otherwise; this undoes that, to the microsecond (cftime's resolution).
+    Without cftime installed, the dates stay datetime64.
+    """
+    if var.dtype.kind != "M":
+        return var
+    try:
+        import cftime
+    except ImportError:
+        return var
+    values = var.values
+    if np.isnat(values).any():  # cftime has no "not a time"
+        return var
+    micro = values.astype("datetime64[us]").astype(np.int64)
+    dates = cftime.num2date(
+        micro.ravel(),
+        "microseconds since 1970-01-01",
+        calendar=calendar,
+        only_use_cftime_datetimes=True,
+    )
+    values = np.asarray(dates, dtype=object).reshape(var.shape)
+    return xr.Variable(var.dims, values, dict(var.attrs))

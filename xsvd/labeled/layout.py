@@ -6,8 +6,8 @@ features) matrix the solvers see: which dimensions are samples (the rows, the
 their sizes and coordinates. It stacks data to that matrix with a plain
 reshape (no MultiIndex is built), labels the solvers' plain arrays back, and
 takes labeled results apart again (``*_values``) when a saved result is
-reopened. :meth:`Layout.description` and :meth:`Layout.from_description`
-save and restore it (with the coordinates kept in the saved Dataset).
+reopened; :mod:`xsvd.io.results` saves and restores it (with the
+coordinates kept in the saved Dataset).
 
 The default sample dimension (``dim`` omitted) is :mod:`.dims`' business,
 weights and standardization :mod:`.preprocess`'s. One input rule lives here
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .dims import as_dims, cftime_calendar, default_sample_dim
+from .dims import as_dims, default_sample_dim
 
 COMPONENT = "component"
 
@@ -202,49 +202,6 @@ class Layout:
         coords = self.index_values(self.feature_dims)
         return FeatureLocator(self.feature_dims, self.feature_shape, coords)
 
-    # ------------------------------------------------------------ save/restore
-    def description(self) -> dict:
-        """What, besides the coordinates, restores this layout: JSON-able values.
-
-        ``cftime`` maps each coordinate of cftime dates to its calendar: a store
-        decodes dates of the standard calendar as ``datetime64``, and
-        :meth:`from_description` turns them back.
-        """
-        out = {
-            "name": None if self.name is None else str(self.name),
-            "dims": [str(d) for d in self.dims],
-            "sample_dims": [str(d) for d in self.sample_dims],
-            "input_attrs": jsonable(self.attrs),
-        }
-        calendars = {str(k): c for k, v in self.coords.items() if (c := cftime_calendar(v))}
-        if calendars:
-            out["cftime"] = calendars
-        if self.squeezed:
-            out["squeezed"] = [str(d) for d in self.squeezed]
-            out["input_dims"] = [str(d) for d in self.input_dims]
-        return out
-
-    @classmethod
-    def from_description(cls, description: dict, ds: xr.Dataset) -> Layout:
-        """The layout of a saved result: ``description`` plus the sizes and coords of ``ds``."""
-        dims = tuple(description["dims"])
-        sample_dims = tuple(description["sample_dims"])
-        coords = {k: v.variable for k, v in ds.coords.items() if COMPONENT not in v.dims}
-        for name, calendar in (description.get("cftime") or {}).items():
-            if name in coords:
-                coords[name] = _as_cftime(coords[name], calendar)
-        return cls(
-            name=description["name"],
-            dims=dims,
-            sample_dims=sample_dims,
-            feature_dims=tuple(d for d in dims if d not in sample_dims),
-            sizes={d: ds.sizes[d] for d in dims},
-            coords=coords,
-            attrs=dict(description["input_attrs"]),
-            squeezed=tuple(description.get("squeezed") or ()),
-            input_dims=tuple(description.get("input_dims") or dims),
-        )
-
     def index_values(self, dims) -> dict:
         """The 1-D coordinate values of ``dims`` (not too long), to name positions with."""
         return {
@@ -346,48 +303,6 @@ class FeatureLocator:
             parts.append("(" + ", ".join(items) + ")")
         more = f" and {idx.size - 5} more" if idx.size > 5 else ""
         return ", ".join(parts) + more
-
-
-def jsonable(obj: Any):
-    """``obj`` with NumPy scalars and arrays as plain Python, anything else unknown as text."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if obj is None or isinstance(obj, bool | int | float | str):
-        return obj
-    return str(obj)
-
-
-def _as_cftime(var: xr.Variable, calendar: str) -> xr.Variable:
-    """``var``'s datetime64 values as cftime dates of ``calendar`` (other values unchanged).
-
-    A store decodes dates of the standard calendar as datetime64 unless told
-    otherwise; this undoes that, to the microsecond (cftime's resolution).
-    Without cftime installed, the dates stay datetime64.
-    """
-    if var.dtype.kind != "M":
-        return var
-    try:
-        import cftime
-    except ImportError:
-        return var
-    values = var.values
-    if np.isnat(values).any():  # cftime has no "not a time"
-        return var
-    micro = values.astype("datetime64[us]").astype(np.int64)
-    dates = cftime.num2date(
-        micro.ravel(),
-        "microseconds since 1970-01-01",
-        calendar=calendar,
-        only_use_cftime_datetimes=True,
-    )
-    values = np.asarray(dates, dtype=object).reshape(var.shape)
-    return xr.Variable(var.dims, values, dict(var.attrs))
 
 
 def label_gap(wanted, have) -> tuple[Any, str] | None:
