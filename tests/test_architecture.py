@@ -102,3 +102,32 @@ def test_public_apis_only_for_dask_graphs_and_xarray_accessors():
     banned = ("HighLevelGraph", "Delayed(", "_CachedAccessor", "dask.highlevelgraph")
     found = [f"{_relative(p)}: {word}" for p in MODULES for word in banned if word in p.read_text()]
     assert not found, found
+
+
+def test_options_are_declared_once_and_every_entry_point_takes_them():
+    import inspect
+    from dataclasses import fields
+
+    import xsvd
+    from xsvd.core.options import CompressedOptions, Preprocessing
+    from xsvd.labeled.api import Labeling
+
+    every = (Labeling, Preprocessing, CompressedOptions)
+    for fn, classes in [
+        (xsvd.svd, every),
+        (xsvd.compressed, every),
+        (xsvd.exact, every[:2]),
+        (xsvd.linalg.randomized_svd, every[1:]),
+        (xsvd.linalg.exact_svd, every[1:2]),
+    ]:
+        params = inspect.signature(fn).parameters
+        for cls in classes:
+            for f in fields(cls):
+                assert params[f.name].default == f.default, (fn.__name__, f.name)
+                assert params[f.name].kind is inspect.Parameter.KEYWORD_ONLY
+        # what no class declares is refused, as by any Python function
+        with pytest.raises(TypeError, match="unexpected keyword argument 'n_power_iters'"):
+            fn(None, 2, n_power_iters=3) if fn is not xsvd.exact else fn(None, n_power_iters=3)
+    for f in fields(Labeling) + fields(Preprocessing) + fields(CompressedOptions):
+        assert f.name in xsvd.svd.__doc__, f"option {f.name} is not documented in xsvd.svd"
+    assert "n_power_iter" not in inspect.signature(xsvd.exact).parameters

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import datasets
+from . import datasets, linalg, rotation, statistics  # noqa: F401  (documented paths)
 from .accessor import SVDAccessor, register
 from .climate.rotation import RotatedResult
 from .climate.weights import coslat_weights

@@ -67,9 +67,10 @@ _LEFT = -10.0
 def _special():
     try:
         import scipy.special
-    except ImportError as exc:  # pragma: no cover - scipy is a test dependency
+    except ImportError as exc:  # pragma: no cover - scipy is in the test extra
         raise ImportError(
-            "The Tracy-Widom distribution needs SciPy's Airy function: pip install scipy"
+            "The Tracy-Widom distribution needs SciPy's Airy function: "
+            'pip install "xsvd[genomics]"'
         ) from exc
     return scipy.special
 
@@ -269,7 +270,7 @@ def tracy_widom(
     analysis", Ann. Statist. 29 (2001) 295-327. F. Bornemann, "On the
     numerical evaluation of distributions in random matrix theory: a
     review", Markov Process. Related Fields 16 (2010) 803-866. Needs SciPy
-    (``pip install scipy``) for the Airy function.
+    (``pip install "xsvd[genomics]"``) for the Airy function.
 
     Examples
     --------

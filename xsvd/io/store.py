@@ -217,12 +217,14 @@ def read_store(path: str | os.PathLike, *, storage_options: dict | None = None) 
 
 
 def _fixed_width_strings(ds: xr.Dataset) -> xr.Dataset:
-    """Variable-length strings read from a store (NumPy's ``StringDType``) as ``<U`` arrays.
+    """Variable-length strings read from a store as ``<U`` arrays.
 
     :func:`write_store` writes text as variable-length strings; this gives
-    them back as the fixed-width NumPy strings xarray makes of text.
+    them back as the fixed-width NumPy strings xarray makes of text, whether
+    they come back as NumPy 2's ``StringDType`` or (older NumPy or xarray) as
+    ``object`` arrays of ``str``.
     """
-    texts = [name for name, var in ds.variables.items() if var.dtype.kind == "T"]
+    texts = [name for name, var in ds.variables.items() if _is_text(var)]
     for name in texts:
         var = ds.variables[name]
         text = np.asarray(var.values).astype(object).astype(str)
@@ -234,3 +236,12 @@ def _fixed_width_strings(ds: xr.Dataset) -> xr.Dataset:
         else:
             ds[name] = fixed
     return ds
+
+
+def _is_text(var: xr.Variable) -> bool:
+    """Whether ``var`` holds variable-length text (``StringDType``, or ``object`` of ``str``)."""
+    if var.dtype.kind == "T":
+        return True
+    if var.dtype != object or var.size == 0:
+        return False
+    return all(isinstance(v, str) for v in np.asarray(var.values).ravel())
