@@ -36,6 +36,7 @@ __all__ = [
     "check_flag",
     "ordered_settings",
     "split_options",
+    "as_kwargs",
     "takes_options",
 ]
 
@@ -43,8 +44,6 @@ DEFAULT_N_POWER_ITER = 7
 DEFAULT_N_OVERSAMPLES = 10
 DEFAULT_MAX_PASSES = 20
 DEFAULT_KRYLOV = True
-
-MISSING_OPTIONS = ("error", "mean")
 
 
 def check_flag(name: str, value: Any, *, none_too: bool = False) -> None:

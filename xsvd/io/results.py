@@ -112,8 +112,8 @@ def result_from_dataset(ds: xr.Dataset) -> SVDResult:
     layout = layout_from_description(json.loads(ds.attrs["xsvd_layout"]), ds)
     if "xsvd_data_units" in ds.attrs:  # the input was quantified: units as an attribute
         layout.attrs.setdefault("units", ds.attrs["xsvd_data_units"])
-    # all settings, center and weighted included; the constructor is given center=
-    # explicitly, and the weights (saved as a variable) where weighted is true
+    # all settings, center and weighted included (the result reads center from them);
+    # the weights are saved as a variable where weighted is true
     settings = json.loads(ds.attrs["xsvd_settings"])
     nan_features = None
     if "nan_features" in ds:
@@ -138,7 +138,7 @@ def result_from_dataset(ds: xr.Dataset) -> SVDResult:
         settings=settings,
         errors=errors,
     )
-    return SVDResult(d, layout, center=bool(settings["center"]), weights=weights)
+    return SVDResult(d, layout, weights=weights)
 
 
 def write_result(res: SVDResult, path: str | os.PathLike, *, mode: str = "w-") -> None:

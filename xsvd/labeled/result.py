@@ -54,14 +54,13 @@ class SVDResult(statistics.StatisticsMethods):
         *,
         weights: np.ndarray | None = None,
         units: _units.Units | None = None,
-        center: bool | None = None,
     ):
         d = decomposition
         self._d = d
         self._layout = layout
         self._weights = weights
         self._units = units
-        self.center = bool(d.settings.get("center", False)) if center is None else center
+        self.center = bool(d.settings["center"])
         self.method = d.method
         self.settings = dict(d.settings)
         name = layout.name if layout.name is not None else "data"
@@ -78,7 +77,7 @@ class SVDResult(statistics.StatisticsMethods):
             name="S",
             attrs=s_attrs,
         )
-        self.S = _units.quantify(self._S, self._unit("singular"))
+        self.S = _units.quantify(self._S, self.unit_of("singular"))
         self.V = layout.label_features(
             d.V, "V", {"long_name": f"right singular vectors (feature patterns) of {name}"}
         )
@@ -141,13 +140,7 @@ class SVDResult(statistics.StatisticsMethods):
         return self._with(self._d.moved("gpu"))
 
     def _with(self, d: Decomposition) -> SVDResult:
-        return SVDResult(
-            d, self._layout, weights=self._weights, units=self._units, center=self.center
-        )
-
-    def _unit(self, which: str):
-        """Pint units of ``"data"``, ``"singular"`` or ``"variance"``; None when plain."""
-        return None if self._units is None else getattr(self._units, which)
+        return SVDResult(d, self._layout, weights=self._weights, units=self._units)
 
     # ---------------------------------------------------- public interface
     # What the field modules (statistics, rotation, genomics, plots) and the
@@ -189,7 +182,7 @@ class SVDResult(statistics.StatisticsMethods):
 
     def unit_of(self, which: str):
         """Pint units of ``"data"``, ``"singular"`` or ``"variance"``; None when plain."""
-        return self._unit(which)
+        return None if self._units is None else getattr(self._units, which)
 
     @property
     def singular_values(self) -> xr.DataArray:
@@ -216,13 +209,15 @@ class SVDResult(statistics.StatisticsMethods):
         if d.mean is None:
             return None
         mean = d.mean if d.nan_features is None else backend.where(d.nan_features, np.nan, d.mean)
-        return _units.quantify(self._layout.label_feature_vector(mean, "mean"), self._unit("data"))
+        return _units.quantify(
+            self._layout.label_feature_vector(mean, "mean"), self.unit_of("data")
+        )
 
     @property
     def total_variance(self) -> xr.DataArray:
         """Sum of squares of the centered, weighted data (``||B||_F^2``)."""
         out = xr.DataArray(self._d.total_ss, name="total_variance")
-        return _units.quantify(out, self._unit("variance"))
+        return _units.quantify(out, self.unit_of("variance"))
 
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
@@ -266,7 +261,7 @@ class SVDResult(statistics.StatisticsMethods):
         s_err = xr.DataArray(e[:, 0], dims=dims, coords=coords, attrs=dict(self._S.attrs))
         s_err.attrs["long_name"] = "estimated error of the singular values"
         data = {
-            "S": _units.quantify(s_err, self._unit("singular")),
+            "S": _units.quantify(s_err, self.unit_of("singular")),
             "S_relative": (dims, relative, {"long_name": "estimated relative error of S"}),
             "angle": (
                 dims,
@@ -333,7 +328,7 @@ class SVDResult(statistics.StatisticsMethods):
             X = X * backend.on_backend_of(inv, X)
         if d.mean is not None:
             X = X + d.mean
-        units = self._unit("data")
+        units = self.unit_of("data")
         if units is None:
             return self._layout.label_full(X)
         attrs = {k: v for k, v in self._layout.attrs.items() if k != "units"}
