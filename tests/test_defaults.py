@@ -3,8 +3,8 @@
 - ``dim`` omitted: the first dimension only where it is unambiguous (2-D
   data, or a first dimension that is the only time-like one); otherwise a
   ``ValueError`` that lists the dims and names the ``dim=`` to pass.
-- Size-1 feature dimensions are squeezed: not in ``V``, a scalar coordinate
-  on the outputs, back as a size-1 dimension in ``reconstruct()``.
+- Size-1 dimensions are kept: in ``U``, ``V``, ``mean`` and ``reconstruct()``,
+  with their coordinates (issue 20, item 9).
 - ``center``, ``compute``, ``progress``, ``krylov``: True or False (krylov
   also None), anything else a ``TypeError``.
 - A NaN error whose pattern says "sample and feature dims swapped" says so,
@@ -138,18 +138,20 @@ def level_field(sst):
     return sst.expand_dims(level=[850.0], axis=1).assign_coords(level_name=("level", ["low"]))
 
 
-def test_size_one_feature_dims_are_squeezed(sst, level_field):
+def test_size_one_feature_dims_are_kept(sst, level_field):
     w = xsvd.coslat_weights(sst)
     res = level_field.svd(k=3, dim="time", center=True, weights=w)
     ref = sst.svd(k=3, dim="time", center=True, weights=w)
-    assert res.V.dims == ("component", "lat", "lon") and res.mean.dims == ("lat", "lon")
-    for part in (res.U, res.V, res.mean):
-        assert float(part.level) == 850.0 and str(part.level_name.values) == "low"
+    assert res.V.dims == ("component", "level", "lat", "lon")
+    assert res.mean.dims == ("level", "lat", "lon")
+    for part in (res.V, res.mean):
+        assert part.level.values.tolist() == [850.0]
+        assert part.level_name.values.tolist() == ["low"]
     np.testing.assert_allclose(res.S.values, ref.S.values, rtol=1e-12)
-    np.testing.assert_allclose(res.V.values, ref.V.values, atol=1e-12)
+    np.testing.assert_allclose(res.V.isel(level=0).values, ref.V.values, atol=1e-12)
 
 
-def test_reconstruct_puts_squeezed_dims_back(level_field):
+def test_reconstruct_keeps_size_one_dims(level_field):
     res = level_field.svd(k=3, dim="time", center=True)
     rec = res.reconstruct()
     assert rec.dims == level_field.dims
@@ -170,7 +172,7 @@ def test_other_level_is_refused_when_projecting(level_field):
         res.project(other)
 
 
-def test_weights_over_a_squeezed_dim(sst, level_field):
+def test_weights_over_a_size_one_dim(sst, level_field):
     w = xsvd.coslat_weights(sst).expand_dims(level=[850.0])
     res = level_field.svd(k=2, dim="time", weights=w)
     ref = sst.svd(k=2, dim="time", weights=w.isel(level=0))

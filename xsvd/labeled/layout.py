@@ -13,10 +13,11 @@ The default sample dimension (``dim`` omitted) is :mod:`.dims`' business,
 weights and standardization :mod:`.preprocess`'s. One input rule lives here
 (see docs/input-rules.md):
 
-- Feature dimensions of size 1 (a single pressure level, say) are squeezed:
-  they are not part of the matrix, ``V`` and ``mean`` do not have them, their
-  coordinates become scalar coordinates of the outputs, and
-  ``reconstruct()`` puts them back, so it is labeled like the input.
+- Every dimension is kept, size 1 included (a single pressure level, say):
+  ``U``, ``V``, ``mean``, the weights and ``reconstruct()`` carry the input's
+  dimension names and coordinates. A size-1 feature dimension is one more
+  (trivial) axis of the features; ``project(new)`` takes new data with it
+  (at the same label) or without it.
 """
 
 from __future__ import annotations
@@ -37,10 +38,8 @@ COMPONENT = "component"
 class Layout:
     """How a DataArray's dims map to (samples, features).
 
-    ``dims``, ``sizes`` and ``coords`` describe the data as the solvers see
-    them, without the squeezed size-1 feature dimensions (``squeezed``), whose
-    coordinates are scalar coordinates in ``coords``; ``input_dims`` is the
-    input's own order of dimensions, squeezed ones included.
+    ``dims`` are the input's dimensions in its order (size-1 ones included),
+    ``sizes`` their sizes and ``coords`` every coordinate of the input.
     """
 
     name: Hashable | None
@@ -50,8 +49,6 @@ class Layout:
     sizes: dict
     coords: dict  # name -> xr.Variable, every coordinate of the input
     attrs: dict
-    squeezed: tuple[Hashable, ...] = ()
-    input_dims: tuple[Hashable, ...] | None = None
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -101,21 +98,14 @@ class Layout:
                 f"{dict(obj.sizes)}). Check the selection that made them (e.g. a `.sel()` "
                 "that matched nothing)."
             )
-        # size-1 feature dims (one pressure level) are squeezed, unless nothing else is left
-        squeezed = tuple(d for d in feature_dims if obj.sizes[d] == 1)
-        if len(squeezed) == len(feature_dims):
-            squeezed = ()
-        kept = obj.isel({d: 0 for d in squeezed}) if squeezed else obj
         return cls(
             name=obj.name,
-            dims=tuple(kept.dims),
+            dims=tuple(obj.dims),
             sample_dims=sample_dims,
-            feature_dims=tuple(d for d in feature_dims if d not in squeezed),
-            sizes=dict(kept.sizes),
-            coords={k: v.variable for k, v in kept.coords.items()},
+            feature_dims=feature_dims,
+            sizes=dict(obj.sizes),
+            coords={k: v.variable for k, v in obj.coords.items()},
             attrs=dict(obj.attrs),
-            squeezed=squeezed,
-            input_dims=tuple(obj.dims),
         )
 
     # ----------------------------------------------------------- properties
@@ -138,37 +128,45 @@ class Layout:
     # --------------------------------------------------------------- stacking
     def to_matrix(self, obj: xr.DataArray):
         """The (samples x features) matrix of ``obj`` (lazy for Dask; a view when possible)."""
-        data = obj.transpose(*self.sample_dims, *self.feature_dims, *self.squeezed).data
+        data = obj.transpose(*self.sample_dims, *self.feature_dims).data
         if data.ndim == 2:
             return data
         return data.reshape(self.n_samples, self.n_features)
 
-    def without_squeezed(self, other: xr.DataArray, what: str) -> xr.DataArray:
-        """``other`` at the single label of each squeezed dim (size 1 or selected by label)."""
-        for d in self.squeezed:
-            if d not in other.dims:
+    def _single_labels(self, other: xr.DataArray) -> xr.DataArray:
+        """New data with each size-1 feature dim of the data, at the data's label.
+
+        The new data may lack such a dim (it is added back; a scalar
+        coordinate of that name must hold the data's label) or have it at
+        several labels (the data's is selected); another label is an error.
+        """
+        for d in self.feature_dims:
+            if self.sizes[d] != 1:
                 continue
-            if d in self.coords and d in other.indexes:
-                label = self.coords[d].values[()]
+            label = self.coords[d].values[0] if d in self.coords else None
+            if d in other.dims and label is not None and d in other.indexes:
                 if label not in other.indexes[d]:
                     raise ValueError(
                         f"The decomposed data have the single {d!r} {_fmt(label)} (a size-1 "
-                        f"dimension, squeezed), which the {what} lack along {d!r}. Select it, "
+                        f"dimension), which the new data lack along {d!r}. Select it, "
                         f"e.g. `.sel({d}={_fmt(label)})`."
                     )
-                other = other.sel({d: label})
-            elif other.sizes[d] == 1:
-                other = other.isel({d: 0})
-            else:
-                raise ValueError(
-                    f"The {what} have {other.sizes[d]} values along {d!r}, which has size 1 in "
-                    f"the decomposed data (squeezed). Select one, e.g. `.isel({d}=0)`."
-                )
+                other = other.sel({d: [label]})
+            elif d not in other.dims:
+                if label is not None and d in other.coords and other[d].ndim == 0:
+                    if other[d].values[()] != label:
+                        raise ValueError(
+                            f"The decomposed data have the single {d!r} {_fmt(label)} (a "
+                            f"size-1 dimension), and the new data are at {d}="
+                            f"{_fmt(other[d].values[()])}. Select it, e.g. "
+                            f"`.sel({d}={_fmt(label)})`."
+                        )
+                other = other.expand_dims(d)  # a scalar coordinate becomes its index
         return other
 
     def samples_matrix(self, other: xr.DataArray):
         """Stack new data with the same features: returns (matrix, sample dims, coords)."""
-        other = self.without_squeezed(other, "new data")
+        other = self._single_labels(other)
         extra = [d for d in self.feature_dims if d not in other.dims]
         if extra:
             raise ValueError(
@@ -267,9 +265,7 @@ class Layout:
             name=self.name,
             attrs=self.attrs if attrs is None else attrs,
         )
-        if self.squeezed:  # back as size-1 dims (a scalar coordinate becomes their index)
-            out = out.expand_dims(list(self.squeezed))
-        return out.transpose(*(self.input_dims or self.dims))
+        return out.transpose(*self.dims)
 
     def label_new_samples(self, U, sample_dims, shape, coords, name: str) -> xr.DataArray:
         k = U.shape[1]

@@ -10,18 +10,19 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..climate.weights import latitude_rank
 from ..core import backend
 from ..core.missing import missing_rule
 from . import units as _units
-from .layout import label_gap
+from .layout import FeatureLocator, label_gap
 
 if TYPE_CHECKING:
     from .layout import Layout
@@ -43,7 +44,6 @@ def weights_vector(layout: Layout, weights) -> np.ndarray | None:
                 "`xsvd.coslat_weights(da)`; got "
                 f"{type(weights).__name__}."
             )
-    weights = layout.without_squeezed(weights, "weights")
     bad = [d for d in weights.dims if d not in layout.feature_dims]
     if bad:
         raise ValueError(
@@ -58,15 +58,67 @@ def weights_vector(layout: Layout, weights) -> np.ndarray | None:
                 f"weights have {weights.sizes[d]} values along {d!r} but the data "
                 f"have {layout.sizes[d]}."
             )
+    weights = weights.compute()  # read once (Dask-backed weights)
+    _check_weight_values(layout, weights)
     sizes = dict(zip(layout.feature_dims, layout.feature_shape, strict=True))
     w = weights.variable.set_dims(sizes).transpose(*layout.feature_dims)
-    vec = np.asarray(w.values, dtype=np.float64).reshape(-1)
-    if not np.isfinite(vec).all():
-        raise ValueError(
-            "weights contain NaN or infinite values. Give every feature a finite "
-            "weight (use 0 to ignore a feature)."
+    return np.asarray(w.values, dtype=np.float64).reshape(-1)
+
+
+def _check_weight_values(layout: Layout, weights: xr.DataArray) -> None:
+    """Weights must be finite and >= 0: an error naming where they are not.
+
+    The places are named on the weights' own dims (``lat=100.0``), as given.
+    """
+    values = np.asarray(weights.values)
+    if values.dtype.kind not in "biuf":
+        raise TypeError(
+            f"weights must be real numbers, got values of dtype {values.dtype}. Give one "
+            "finite weight >= 0 per feature (0 leaves a feature out)."
         )
-    return vec
+    values = values.astype(np.float64)
+    for bad, what in ((~np.isfinite(values), "NaN or infinite"), (values < 0, "negative")):
+        if not bad.any():
+            continue
+        dims = tuple(weights.dims)
+        if dims:
+            coords = {d: _labels(d, weights, layout) for d in dims}
+            coords = {d: v for d, v in coords.items() if v is not None}
+            where = FeatureLocator(dims, values.shape, coords)(np.flatnonzero(bad))
+            along = repr(dims[0]) if len(dims) == 1 else "(" + ", ".join(map(repr, dims)) + ")"
+            place = f" at {int(bad.sum())} of {values.size} {along} values: {where}"
+        else:
+            place = f" ({values[()]})"
+        message = (
+            f"weights are {what}{place}. Weights must be finite and >= 0 (0 leaves a feature out)."
+        )
+        latitude = [d for d in weights.dims if _is_latitude(d, weights, layout)]
+        if latitude and (what == "negative" or weights.ndim == 1):  # or sqrt(cos(degrees))
+            message += (
+                f" Did you pass latitudes in degrees to np.cos (which takes radians)? Use "
+                f"`xsvd.coslat_weights(da)`, sqrt(cos(latitude)) from {latitude[0]!r} in "
+                "degrees."
+            )
+        raise ValueError(message)
+
+
+def _labels(d, weights: xr.DataArray, layout: Layout) -> np.ndarray | None:
+    """The labels along the weights' dim ``d``: theirs, else the data's (same size), or None."""
+    for coords in (weights.coords, layout.coords):
+        if d in coords and coords[d].dims == (d,):
+            return np.asarray(coords[d].values)
+    return None
+
+
+def _is_latitude(d, weights: xr.DataArray, layout: Layout) -> bool:
+    """Whether the dim ``d`` of the weights holds latitudes (by CF attributes or name)."""
+    if d in weights.coords:
+        coord = weights[d]
+    elif d in layout.coords:
+        coord = xr.DataArray(layout.coords[d], name=d)
+    else:
+        coord = xr.DataArray(np.empty(0), dims=(d,), name=d)
+    return bool(latitude_rank(coord))
 
 
 def _aligned(layout: Layout, weights: xr.DataArray) -> xr.DataArray:
@@ -105,9 +157,25 @@ def standardized_weights(a, weights, *, missing: str = "error", negative_missing
     For ``standardize=True``: the standard deviation of each column of the
     (samples x features) matrix ``a`` over the samples where it is present
     (missing values as ``missing=`` defines them), as xeofs' ``standardize``.
-    Features of standard deviation 0 or NaN (constant, or missing at every
-    sample) get weight 0. Dask data are read once here, before the
-    decomposition. Returns a NumPy vector.
+    Dask data are read once here, before the decomposition. Returns a NumPy
+    vector.
+
+    A feature is constant, and gets weight 0 (as one missing at every
+    sample does), when its standard deviation ``std`` is at rounding level::
+
+        std <= max(4 * eps, n * eps64) * max|x|
+
+    where ``max|x|`` is its largest absolute value, ``n`` the number of
+    samples where it is present, ``eps`` the machine epsilon of the data's
+    floating-point type (float64's for integer data: ``eps64``, 2.2e-16;
+    float32's is 1.2e-7). ``4 * eps`` covers values that differ only by the
+    rounding of their type (-1.8 stored as ``-1.7999999999999998`` in some
+    cells), ``n * eps64`` the rounding of a mean over ``n`` values (in the
+    solvers' centering). The deviations are summed in units of a power of two
+    near ``max|x|``, from one of the feature's own values, so an exactly
+    constant feature has a standard deviation of exactly 0, on NumPy and Dask
+    alike, and features of any magnitude (1e-300 to 1e300) neither overflow
+    nor underflow.
     """
     if backend.is_packed(a):
         raise ValueError(
@@ -116,41 +184,134 @@ def standardized_weights(a, weights, *, missing: str = "error", negative_missing
             "standardization) instead."
         )
     rule = missing_rule(a.dtype, missing, negative_missing)
-    std = _column_std(a, rule)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = np.where(np.isfinite(std) & (std > 0), 1.0 / std, 0.0)
+    stats = _column_stats(a, rule)
+    n, amax = stats["n"], stats["amax"]
+    e = np.frexp(amax)[1]  # amax = f * 2**e with 0.5 <= f < 1; the stats are in units of 2**e
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        root = np.sqrt(stats["m2"] / np.maximum(n, 1))  # std / 2**e
+        relative = root / np.ldexp(amax, -e)  # std / max|x|
+        varies = np.isfinite(relative) & (relative > constant_tolerance(a.dtype, n))
+        inv = np.where(varies, np.ldexp(1.0 / np.where(varies, root, 1.0), -e), 0.0)
+    tiny = varies & ~np.isfinite(inv)
+    if tiny.any():
+        raise ValueError(
+            f"standardize=True: {int(tiny.sum())} feature(s) have a standard deviation "
+            f"(e.g. {float(np.ldexp(root[tiny][0], e[tiny][0])):.3g}) whose reciprocal, their "
+            "weight, exceeds the largest float64. Scale the data up first (e.g. "
+            "`da * 1e300`); the decomposition of standardized data does not change."
+        )
     return inv if weights is None else np.asarray(weights, dtype=np.float64) * inv
 
 
-def _column_std(a, rule) -> np.ndarray:
-    """Per-column standard deviation over the present values, as a NumPy float64 vector."""
+def constant_tolerance(dtype, n) -> np.ndarray:
+    """``max(4 * eps, n * eps64)``: a standard deviation at most this times ``max|x|`` is 0.
+
+    ``eps`` is the machine epsilon of ``dtype`` (float64's for integers), ``n``
+    the number of values present; see :func:`standardized_weights`.
+    """
+    dtype = np.dtype(dtype)
+    eps64 = np.finfo(np.float64).eps
+    eps = np.finfo(dtype).eps if dtype.kind in "fc" else eps64
+    return np.maximum(4 * eps, np.asarray(n, dtype=np.float64) * eps64)
+
+
+#: Per-column moments: count, largest |x|, mean and sum of squared deviations
+#: (those two in units of 2**e, e the exponent of the largest |x|).
+_STATS = np.dtype([("n", "f8"), ("amax", "f8"), ("mean", "f8"), ("m2", "f8")])
+
+
+def _column_stats(a, rule) -> np.ndarray:
+    """The moments of every column over its present values (a NumPy ``_STATS`` vector)."""
     if backend.is_dask(a):
         import dask.array as da
 
-        x = a.map_blocks(_masked_block, rule, dtype=np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: NaN, handled
-            (std,) = backend.compute(da.nanstd(x, axis=0))
-        return backend.to_numpy(std)
-    xp = backend.namespace(a)
-    m, n = a.shape
-    step = max(1, (1 << 22) // max(m, 1))  # columns per block: ~32 MiB of float64
-    out = np.empty(n)
+        stats = da.reduction(
+            a,
+            partial(_stats_chunk, rule=rule),
+            _stats_merge,
+            combine=_stats_merge,
+            axis=0,
+            dtype=_STATS,
+            concatenate=True,
+            meta=np.empty((0,), _STATS),
+        )
+        (out,) = backend.compute(stats)
+        return np.asarray(out)
+    n = a.shape[1]
+    step = max(1, (1 << 22) // max(a.shape[0], 1))  # columns per block: ~32 MiB of float64
+    out = np.empty(n, _STATS)
     for j in range(0, n, step):
-        block = _masked_block(a[:, j : j + step], rule)
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: NaN, handled
-            out[j : j + step] = backend.to_numpy(xp.nanstd(block, axis=0))
+        out[j : j + step] = _stats_chunk(a[:, j : j + step], rule)[0]
     return out
 
 
-def _masked_block(x, rule):
-    """Float64 values with the missing ones (NaN, or negative codes) as NaN."""
+def _stats_chunk(x, rule, axis=None, keepdims=True):
+    """Moments of each column of a block, shape (1, columns), deviations from one of its values.
+
+    Summing deviations from a value of the column itself makes those of a
+    constant column exactly 0; scaling by a power of two (exact) keeps the
+    squares clear of overflow and underflow.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):  # infinite values: the solver says so
+        return _moments(x, rule)
+
+
+def _moments(x, rule):
     xp = backend.namespace(x)
     x = xp.asarray(x, dtype=np.float64)
-    if rule.active:
-        x = xp.where(rule.mask(xp, x), np.nan, x)
-    return x
+    absent = rule.mask(xp, x) if rule.active else xp.zeros(x.shape, dtype=bool)
+    present = ~absent
+    n = present.sum(axis=0)
+    y = xp.abs(x)
+    y[absent] = 0.0
+    amax = y.max(axis=0)
+    e = xp.frexp(amax)[1]
+    if bool((e < -1000).any()):  # 2**-e would overflow: ldexp (slower) instead
+        xp.ldexp(x, -e, out=y)
+    else:
+        xp.multiply(x, xp.ldexp(xp.ones(e.shape), -e), out=y)  # exact: a power of two
+    first = xp.argmax(present, axis=0)  # the first present value of each column
+    shift = xp.take_along_axis(y, first[None, :], axis=0)[0]
+    y -= shift
+    y[absent] = 0.0
+    dm = y.sum(axis=0) / xp.maximum(n, 1)
+    y -= dm
+    y[absent] = 0.0
+    y *= y
+    m2 = y.sum(axis=0)
+    shift = xp.where(n > 0, shift, 0.0)
+    out = np.empty((1, x.shape[1]), _STATS)
+    for field, value in (("n", n), ("amax", amax), ("mean", shift + dm), ("m2", m2)):
+        out[field][0] = backend.to_numpy(value)
+    return out
+
+
+def _stats_merge(stats, axis=None, keepdims=False):
+    """Moments of the union of the rows of ``stats`` (Chan et al.'s pairwise update).
+
+    Each row is first brought to the units of the largest ``amax``; the
+    difference of two means from constant columns is exactly 0.
+    """
+    acc = stats[0].copy()
+    for row in stats[1:]:
+        amax = np.maximum(acc["amax"], row["amax"])
+        e = np.frexp(amax)[1]
+        ma, m2a = _in_units(acc, e)
+        mb, m2b = _in_units(row, e)
+        n = acc["n"] + row["n"]
+        frac = np.where(n > 0, row["n"] / np.maximum(n, 1), 0.0)
+        with np.errstate(invalid="ignore", over="ignore"):  # infinite values: NaN moments
+            delta = mb - ma
+            acc["m2"] = m2a + m2b + delta * delta * acc["n"] * frac
+            acc["mean"] = ma + delta * frac
+        acc["n"], acc["amax"] = n, amax
+    return acc[None, :] if keepdims else acc
+
+
+def _in_units(stats, e):
+    """``stats``' mean and m2 in units of ``2**e`` (from those of their own ``amax``)."""
+    shift = np.frexp(stats["amax"])[1] - e
+    return np.ldexp(stats["mean"], shift), np.ldexp(stats["m2"], 2 * shift)
 
 
 def standardized_units(units, obj: xr.DataArray):

@@ -80,6 +80,9 @@ def components(
         label = "pattern (V / weights)" if unweighted else "pattern (V)"
         title = titled("Leading components", res) + (" (V / weights)" if unweighted else "")
     feature_dims = [d for d in data.dims if d != COMPONENT]
+    single = [d for d in feature_dims if data.sizes[d] == 1]  # one level: not drawn
+    single = single if len(single) < len(feature_dims) else []
+    feature_dims = [d for d in feature_dims if d not in single]
     if len(feature_dims) not in (1, 2):
         what = "values" if values is not None else "V"
         shown = ", ".join(map(repr, feature_dims)) or "none"
@@ -97,6 +100,7 @@ def components(
         weights = weights_of(res)
         if weights is not None:
             data = data / weights.where(weights != 0)
+    data = data.isel({d: 0 for d in single})
     data, evr = materialize(data, res.explained_variance_ratio)
     data = data.rename(None)
     ratios = dict(zip(component_values(evr), evr.values, strict=True))
