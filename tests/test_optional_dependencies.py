@@ -30,6 +30,7 @@ FILES = [
     "test_rotation.py",
     "test_saving.py",
     "test_genomics_outputs.py",
+    "test_trust_io.py",
 ]
 
 

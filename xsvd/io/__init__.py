@@ -11,6 +11,8 @@
 - :mod:`xsvd.io.results`: the saved form of :class:`xsvd.SVDResult`
   (:func:`result_to_dataset`, :func:`result_from_dataset`,
   :func:`write_result`) and :func:`open_result`.
+- :mod:`xsvd.io.contents`: the record of what a saved result holds (shapes,
+  checksums) and the check that it reads back whole.
 
 zarr (and fsspec with aiohttp/requests for URLs) are optional: ``pip install
 "xsvd[io]"``.

@@ -6,13 +6,17 @@ __all__ = ["StoreReadError", "MissingChunksWarning", "require_zarr"]
 
 
 class StoreReadError(OSError):
-    """A Zarr store or one of its chunks could not be read.
+    """A Zarr store or one of its chunks could not be read, or a saved result is not whole.
 
     Raised by :func:`open_zarr` when the store cannot be opened, and at
     compute time when a chunk is missing, corrupt or forbidden. The message
     names the store, the variable and the chunk index, e.g. ``chunk (2, 0) of
     variable 'genotype' in the Zarr store 'http://.../gt.zarr'``, and the
-    original error is chained as ``__cause__``. A subclass of :class:`OSError`.
+    original error is chained as ``__cause__``. Raised by
+    :func:`xsvd.open_result` (and ``SVDResult.from_dataset``) when a saved
+    result cannot be read or does not hold what was written: a variable or
+    chunk missing (e.g. ``chunk (3, 0) of 'U' is missing``), a value changed.
+    A subclass of :class:`OSError`.
     """
 
 

@@ -43,5 +43,6 @@ def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
             if f.read(4) == b"\x89HDF":
                 hint = " Reading netCDF-4 files needs h5netcdf or netCDF4: pip install h5netcdf."
         raise StoreReadError(
-            f"Could not read the netCDF file {text!r}: {type(exc).__name__}: {exc}.{hint}"
+            f"Could not read the netCDF file {text!r}: {type(exc).__name__}: {exc}. The file "
+            f"may be truncated or corrupt (write it again), or not readable here.{hint}"
         ) from exc

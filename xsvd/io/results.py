@@ -7,7 +7,7 @@ saves it as a Zarr store (:func:`xsvd.io.write_store`: atomic, checksums) and
 through its public interface only (``layout``, ``decomposition``,
 ``units``, the labeled parts, the constructor).
 
-The saved form (``xsvd_format = 3``): variables ``U``, ``S``, ``V``,
+The saved form (``xsvd_format = 4``): variables ``U``, ``S``, ``V``,
 ``explained_variance_ratio``, ``total_variance``, and where they apply
 ``mean``, ``weights``, ``nan_features`` and the error estimates
 ``error_S``, ``error_angle``, ``error_residual``, with the input's
@@ -18,15 +18,31 @@ coordinates; and the attributes
   (:func:`describe_layout`:
   name, dims, sample dims, input attributes; where they apply the calendar
   of each coordinate of cftime dates, which a store of the standard
-  calendar would give back as datetime64, and the size-1 feature
-  dimensions that were squeezed);
+  calendar would give back as datetime64);
 - ``xsvd_settings``: JSON text, the result's ``settings`` dict as it is
   (numbers, text, booleans, lists, None; ``center`` and ``weighted``
   included);
-- ``xsvd_data_units``: the units of pint-quantified input, where it was.
+- ``xsvd_contents``: JSON text, every variable (coordinates included) with
+  its shape and a CRC-32 checksum of its values
+  (:func:`xsvd.io.contents.record`). Reading checks it: a variable or chunk
+  that is missing (which Zarr reads as the fill value), or a value that
+  changed, raises :class:`~xsvd.io.StoreReadError` instead of giving NaN;
+- ``xsvd_units``, where the result has pint units: JSON text, the units of
+  the quantified input (of ``mean`` and ``reconstruct()``), of ``S``, and
+  the names of the quantified coordinates
+  (:func:`xsvd.labeled.units.describe`). Reading quantifies the result again
+  where pint and pint-xarray are installed; else the units are ``units``
+  attributes. ``S`` and ``mean`` also carry their units as ``units``
+  attributes, as ``.pint.dequantify()`` writes them.
 
 Every attribute is a number or text, so the Dataset can be written to netCDF
 (netCDF-3 included) as well as to Zarr, and :func:`open_result` reads both.
+
+Version 3 had neither ``xsvd_contents`` nor ``xsvd_units`` (the data's units
+were ``xsvd_data_units``, those of ``S`` its ``units`` attribute). It is still
+read, without a warning: the check is then that ``U`` and ``S`` hold no NaN,
+nor ``V`` and ``mean`` outside the all-NaN features (a lost chunk reads as
+NaN), and the units are restored from those attributes.
 """
 
 from __future__ import annotations
@@ -42,6 +58,7 @@ from ..core import Decomposition
 from ..labeled import units
 from ..labeled.dims import cftime_calendar
 from ..labeled.layout import COMPONENT, Layout
+from . import contents
 from .errors import StoreReadError
 from .netcdf import is_netcdf, read_netcdf
 from .store import read_store, write_store
@@ -51,8 +68,10 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMAT", "result_to_dataset", "result_from_dataset", "write_result", "open_result"]
 
-#: The version of the saved form that :func:`result_to_dataset` writes and reads.
-FORMAT = 3
+#: The version of the saved form that :func:`result_to_dataset` writes.
+FORMAT = 4
+#: The versions :func:`result_from_dataset` reads (3: no record of the contents, no units).
+READS = (3, 4)
 #: The columns of ``SVDResult.errors`` that are saved (as ``error_*``).
 ERROR_COLUMNS = ("S", "angle", "residual")
 
@@ -60,12 +79,16 @@ ERROR_COLUMNS = ("S", "angle", "residual")
 def result_to_dataset(res: SVDResult) -> xr.Dataset:
     """Everything that restores ``res``, as one Dataset (the saved form above).
 
-    Pint units become ``units`` attributes (as ``.pint.dequantify()`` does).
+    Pint units become ``units`` attributes (as ``.pint.dequantify()`` does),
+    and are recorded in ``xsvd_units``. A lazy result is computed first: the
+    record of the contents (``xsvd_contents``) holds checksums of the values.
     """
+    if res.decomposition.lazy_parts():
+        res = res.compute()
     layout, d = res.layout, res.decomposition
     data = {"U": res.U, "S": units.dequantify(res.S), "V": res.V}
     data["explained_variance_ratio"] = res.explained_variance_ratio
-    data["total_variance"] = xr.DataArray(d.total_ss, name="total_variance")
+    data["total_variance"] = units.dequantify(res.total_variance)
     if res.mean is not None:
         data["mean"] = units.dequantify(res.mean)
     if res.weights is not None:
@@ -82,17 +105,31 @@ def result_to_dataset(res: SVDResult) -> xr.Dataset:
         "xsvd_method": res.method,
         "xsvd_layout": json.dumps(describe_layout(layout)),
         "xsvd_settings": json.dumps(jsonable(res.settings)),
+        "xsvd_contents": json.dumps(contents.record(ds.as_numpy())),
     }
-    if res.units is not None and res.units.data is not None:
-        ds.attrs["xsvd_data_units"] = str(res.units.data)
+    saved_units = units.describe(res.units)
+    if saved_units is not None:
+        ds.attrs["xsvd_units"] = json.dumps(saved_units)
     return ds
 
 
-def result_from_dataset(ds: xr.Dataset) -> SVDResult:
+def result_from_dataset(ds: xr.Dataset, *, explain=None) -> SVDResult:
     """The result saved in ``ds`` by :func:`result_to_dataset` (loaded into memory).
 
-    Raises ``ValueError`` when ``ds`` was not written by xsvd, or in another
-    version of the saved form.
+    ``ds`` is read into memory and checked against the record of what was
+    written (``xsvd_contents``; for version 3, that ``U``, ``S``, ``V`` and
+    ``mean`` hold no NaN where a result has none). ``explain(name)``, where
+    given, says which chunks of a variable are missing (a Zarr store);
+    without it, a Dataset opened lazily from a local Zarr store is listed.
+
+    Raises
+    ------
+    ValueError
+        When ``ds`` was not written by xsvd, or in a version of the saved
+        form that this version does not read.
+    StoreReadError
+        When a variable is missing, has another shape, or holds other values
+        than were written (e.g. a chunk of a Zarr store was deleted).
     """
     from ..labeled.result import SVDResult
 
@@ -102,16 +139,42 @@ def result_from_dataset(ds: xr.Dataset) -> SVDResult:
             "This Dataset was not written by xsvd (`SVDResult.to_dataset` or `to_zarr`): "
             "it has no `xsvd_format` attribute."
         )
-    if int(version) != FORMAT:
+    if int(version) not in READS:
         raise ValueError(
             f"This result was saved in version {int(version)} of xsvd's saved form, by a "
-            f"development version of xsvd; this version reads version {FORMAT}. Compute "
-            "the result again and save it with this version."
+            f"development version of xsvd; this version reads versions "
+            f"{', '.join(map(str, READS))}. Compute the result again and save it with this "
+            "version."
         )
+    source = ds.encoding.get("source")
+    source = None if source is None else str(source)
+    if explain is None and source is not None and os.path.isdir(source):  # opened lazily
+        path = source
+
+        def explain(name):
+            return contents.missing_chunks(path, None, name)
+
     ds = ds.load()
+    if int(version) >= 4:
+        if "xsvd_contents" not in ds.attrs:
+            where = "" if source is None else f" {source!r}"
+            raise StoreReadError(
+                f"The saved result{where} has no `xsvd_contents` attribute (the record of "
+                "what was written), so it cannot be checked; write the result again."
+            )
+        contents.verify(ds, json.loads(ds.attrs["xsvd_contents"]), source, explain)
+        saved_units = json.loads(ds.attrs.get("xsvd_units", "null"))
+    else:
+        contents.check_values(ds, source, explain)
+        saved_units = None
+        if "xsvd_data_units" in ds.attrs:  # version 3: the data's units; those of S on S
+            saved_units = {"data": ds.attrs["xsvd_data_units"], "singular": None}
+            saved_units["singular"] = ds["S"].attrs.get("units")
+    result_units = units.restore(saved_units)
     layout = layout_from_description(json.loads(ds.attrs["xsvd_layout"]), ds)
-    if "xsvd_data_units" in ds.attrs:  # the input was quantified: units as an attribute
-        layout.attrs.setdefault("units", ds.attrs["xsvd_data_units"])
+    data_text = units.text_of(result_units, "data")
+    if data_text is not None:  # the input was quantified, pint is not here: an attribute
+        layout.attrs.setdefault("units", data_text)
     # all settings, center and weighted included (the result reads center from them);
     # the weights are saved as a variable where weighted is true
     settings = json.loads(ds.attrs["xsvd_settings"])
@@ -138,7 +201,7 @@ def result_from_dataset(ds: xr.Dataset) -> SVDResult:
         settings=settings,
         errors=errors,
     )
-    return SVDResult(d, layout, weights=weights)
+    return SVDResult(d, layout, weights=weights, units=result_units)
 
 
 def write_result(res: SVDResult, path: str | os.PathLike, *, mode: str = "w-") -> None:
@@ -169,13 +232,18 @@ def open_result(path: str | os.PathLike, *, storage_options: dict | None = None)
     SVDResult
         The same U, S, V, coordinates, attrs and settings, loaded into
         memory; it can ``reconstruct()`` and ``project()`` as the original
-        could. Pint units of a quantified input come back as ``units``
-        attributes (on ``S`` and on ``reconstruct()``), not as quantities.
+        could. A result of pint-quantified data is quantified again where
+        pint and pint-xarray are installed (pint's application registry),
+        else its units are ``units`` attributes (of ``S``, ``mean`` and
+        ``reconstruct()``).
 
     Raises
     ------
     StoreReadError
-        When the store or file cannot be opened.
+        When the store or file cannot be opened, or does not hold what was
+        written: a variable or chunk missing (which Zarr reads as the fill
+        value), a value changed. The message names the store, the variable
+        and, for a Zarr store, the missing chunks.
     ValueError
         When it does not hold a result written by xsvd.
 
@@ -191,6 +259,7 @@ def open_result(path: str | os.PathLike, *, storage_options: dict | None = None)
     ('exact', ('component', 'lat', 'lon'))
     """
     text = os.fspath(path)
+    explain = None
     if is_netcdf(path):
         ds = read_netcdf(path)
     elif "://" not in text and os.path.isfile(text):
@@ -201,12 +270,18 @@ def open_result(path: str | os.PathLike, *, storage_options: dict | None = None)
         )
     else:
         ds = read_store(path, storage_options=storage_options)
+        where = ds.encoding.get("source") or path  # a moved-aside store is read where it is
+
+        def explain(name):
+            return contents.missing_chunks(where, storage_options, name)
+
     if "xsvd_format" not in ds.attrs:
         raise ValueError(
             f"{text!r} is not a result written by xsvd (`res.to_zarr(path)` or "
             "`res.to_dataset().to_netcdf(path)`)."
         )
-    return result_from_dataset(ds)
+    ds.encoding["source"] = text
+    return result_from_dataset(ds, explain=explain)
 
 
 # ------------------------------------------------------------ the layout
@@ -226,9 +301,6 @@ def describe_layout(layout: Layout) -> dict:
     calendars = {str(k): c for k, v in layout.coords.items() if (c := cftime_calendar(v))}
     if calendars:
         out["cftime"] = calendars
-    if layout.squeezed:
-        out["squeezed"] = [str(d) for d in layout.squeezed]
-        out["input_dims"] = [str(d) for d in layout.input_dims]
     return out
 
 
@@ -248,8 +320,6 @@ def layout_from_description(description: dict, ds: xr.Dataset) -> Layout:
         sizes={d: ds.sizes[d] for d in dims},
         coords=coords,
         attrs=dict(description["input_attrs"]),
-        squeezed=tuple(description.get("squeezed") or ()),
-        input_dims=tuple(description.get("input_dims") or dims),
     )
 
 

@@ -70,6 +70,10 @@ class SVDResult(statistics.StatisticsMethods):
         s_attrs = {"long_name": f"singular values of {name}"}
         if "units" in layout.attrs and not d.settings.get("standardize"):
             s_attrs["units"] = layout.attrs["units"]
+        if units is not None and units.text:  # reopened without pint: the saved units, as text
+            s_attrs.pop("units", None)
+            if units.text.get("singular") is not None:
+                s_attrs["units"] = units.text["singular"]
         self._S = xr.DataArray(  # plain numbers, for the dimensionless ratios
             d.S,
             dims=(COMPONENT,),
@@ -162,7 +166,7 @@ class SVDResult(statistics.StatisticsMethods):
 
     @property
     def feature_dims(self) -> tuple:
-        """The feature dimensions (size-1 ones squeezed): the columns of the matrix."""
+        """The feature dimensions (size-1 ones included): the columns of the matrix."""
         return self._layout.feature_dims
 
     @property
@@ -209,9 +213,11 @@ class SVDResult(statistics.StatisticsMethods):
         if d.mean is None:
             return None
         mean = d.mean if d.nan_features is None else backend.where(d.nan_features, np.nan, d.mean)
-        return _units.quantify(
-            self._layout.label_feature_vector(mean, "mean"), self.unit_of("data")
-        )
+        out = self._layout.label_feature_vector(mean, "mean")
+        text = _units.text_of(self._units, "data") or self._layout.attrs.get("units")
+        if text is not None and self.unit_of("data") is None:  # plain: units as an attribute
+            out.attrs["units"] = text
+        return _units.quantify(out, self.unit_of("data"))
 
     @property
     def total_variance(self) -> xr.DataArray:
@@ -226,7 +232,7 @@ class SVDResult(statistics.StatisticsMethods):
         ``S**2 / ||B||_F**2``, so the ratios of all ``min(m, n)`` components of
         an exact SVD add up to 1 (to rounding).
         """
-        out = self._S**2 / self._d.total_ss
+        out = self._S.copy(data=self._d.variance_ratio(self._S.data))  # in range at any magnitude
         out.name = "explained_variance_ratio"
         out.attrs = {"long_name": "fraction of total variance explained", "units": "1"}
         return out
@@ -249,7 +255,10 @@ class SVDResult(statistics.StatisticsMethods):
         The estimates come from the residuals of a Rayleigh-Ritz step (as in
         ARPACK and PRIMME); see the algorithm page of the documentation.
         ``compressed(..., tol=)`` reads the data until ``S_relative`` and
-        ``residual`` are below ``tol`` for every component.
+        ``residual`` are below ``tol`` for every component. With
+        ``krylov=False`` or ``n_oversamples < 5`` they are rough estimates,
+        not upper bounds: ``attrs["error_bounds"]`` is then 0 (and
+        ``settings["error_bounds"]`` False).
         """
         e = self._d.errors
         k = self._S.sizes[COMPONENT]
@@ -270,7 +279,8 @@ class SVDResult(statistics.StatisticsMethods):
             ),
             "residual": (dims, e[:, 2], {"long_name": "relative residual ||B^T u - s v|| / s"}),
         }
-        return xr.Dataset(data, coords=coords)
+        bounds = self._d.settings.get("error_bounds", True)  # False: rough estimates
+        return xr.Dataset(data, coords=coords, attrs={} if bounds else {"error_bounds": 0})
 
     # ---------------------------------------------------------- statistics
     # The statistics EOF papers report come from StatisticsMethods (eigenvalues,
@@ -345,7 +355,10 @@ class SVDResult(statistics.StatisticsMethods):
         other : xarray.DataArray
             Data with the decomposed data's feature dimensions (same sizes and
             coordinates) and any sample dimensions. Quantified when the
-            decomposed data were; converted to their units.
+            decomposed data were; converted to their units. Plain data whose
+            ``units`` attribute differs from the decomposed data's are
+            converted with pint, or refused naming both units when pint
+            cannot (:func:`xsvd.labeled.units.magnitude_in` has the rules).
         missing : {None, "mean"}
             None (default): values NaN at features that were NaN at every
             sample of the decomposed data are ignored; other NaN are not
@@ -374,7 +387,7 @@ class SVDResult(statistics.StatisticsMethods):
                 "`center=True`, or fill the new data first (e.g. `new.fillna(value)`)."
             )
         L = self._layout
-        other = _units.magnitude_in(other, self._units)
+        other = _units.magnitude_in(other, self._units, self._layout.attrs)
         X, sample_dims, shape, coords = L.samples_matrix(other)
         V = d.V
         if d.nan_features is not None:
@@ -418,9 +431,11 @@ class SVDResult(statistics.StatisticsMethods):
         U, S, V, the explained variance, the total variance, and where they
         apply the mean, the weights, the all-NaN feature mask and the error
         estimates, with the input's coordinates; the solver settings and the
-        layout in the attributes. Pint units become ``units`` attributes (as
-        ``.pint.dequantify()`` does). :meth:`from_dataset` (and
-        :func:`xsvd.open_result` for a saved store) restores the result.
+        layout in the attributes, with a record of every variable's shape and
+        checksum (a lazy result is computed first). Pint units become
+        ``units`` attributes (as ``.pint.dequantify()`` does) and are
+        recorded. :meth:`from_dataset` (and :func:`xsvd.open_result` for a
+        saved store) restores the result.
         """
         from ..io import results
 
@@ -430,7 +445,9 @@ class SVDResult(statistics.StatisticsMethods):
     def from_dataset(cls, ds: xr.Dataset) -> SVDResult:
         """The result saved in ``ds`` by :meth:`to_dataset` (loaded into memory).
 
-        Raises ``ValueError`` when ``ds`` was not written by :meth:`to_dataset`.
+        Raises ``ValueError`` when ``ds`` was not written by :meth:`to_dataset`,
+        and :class:`xsvd.StoreReadError` when it does not hold what was
+        written (a variable or chunk missing, a value changed).
         """
         from ..io import results
 

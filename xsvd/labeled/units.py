@@ -13,6 +13,13 @@ magnitude a NumPy or Dask array) pass through the pipeline like this:
   dimensionless and stay plain arrays.
 - Quantified coordinates (pint-xarray's ``PintIndex``) come back as plain
   coordinates with a ``units`` attribute, which ``.pint.quantify()`` reads.
+- *saved and reopened*: :func:`describe` writes the units as text,
+  :func:`restore` reads them back, as pint units where pint and pint-xarray
+  are installed, else as text (``Units.text``), which the result puts on
+  ``S``, ``mean`` and ``reconstruct()`` as ``units`` attributes.
+- *new data* (``project``): :func:`magnitude_in` converts them to the
+  decomposed data's units, or raises naming both; plain data are compared by
+  their ``units`` attributes.
 
 Offset units (``degC``, ``degF``) cannot be multiplied, and a singular value
 is a magnitude of differences, not a temperature on a scale: ``S`` (and the
@@ -26,13 +33,17 @@ imported once such data have been seen (it is then already loaded).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import xarray as xr
 
 __all__ = [
     "Units",
+    "describe",
+    "restore",
+    "text_of",
     "is_quantity",
     "strip",
     "quantify",
@@ -51,11 +62,16 @@ class Units:
     ``data`` are the units of the quantified input (of ``mean`` and
     ``reconstruct()``), None for plain input; ``singular`` the units of ``S``;
     ``coords`` the names of the input's coordinates that were quantified.
+    ``text``: for a quantified result reopened where pint and pint-xarray are
+    not installed, its units as text (keys ``"data"`` and ``"singular"``), put
+    on the results as ``units`` attributes; ``data`` and ``singular`` are then
+    None (nothing is quantified).
     """
 
     data: Any
     singular: Any
     coords: tuple = ()
+    text: Mapping[str, str | None] = field(default_factory=dict, hash=False)
 
     @property
     def variance(self) -> Any:
@@ -174,30 +190,108 @@ def dequantify(obj: xr.DataArray) -> xr.DataArray:
     plain, units = _split(obj)
     if units is None:
         return obj
-    plain.attrs = {**obj.attrs, "units": str(units)}
+    plain.attrs = {**obj.attrs, "units": _text(units)}
     return plain
 
 
-def magnitude_in(other: xr.DataArray, units: Units | None) -> xr.DataArray:
+def _text(units: Any) -> str:
+    """Pint units as text that pint parses back (its ``D`` format, whatever the default)."""
+    return format(units, "D")
+
+
+# ------------------------------------------------------------ saved results
+def describe(units: Units | None) -> dict | None:
+    """The units of a result as JSON-able text (None when it has none), for saving.
+
+    ``{"data": ..., "singular": ..., "coords": [...]}``: the units of the
+    quantified input (None for plain input), of ``S``, and the names of the
+    input's quantified coordinates.
+    """
+    if units is None or (units.data is None and units.singular is None and not units.text):
+        return None
+    out = {}
+    for which in ("data", "singular"):
+        value = getattr(units, which)
+        out[which] = _text(value) if value is not None else units.text.get(which)
+    out["coords"] = [str(c) for c in units.coords]
+    return out
+
+
+def restore(description: Mapping | None) -> Units | None:
+    """The :class:`Units` that :func:`describe` wrote: pint units, or text without pint.
+
+    Quantified again (pint-xarray's registry, pint's application registry)
+    where pint and pint-xarray are installed and the units parse there; as
+    text (``Units.text``) otherwise, put on the results as ``units``
+    attributes.
+    """
+    if not description:
+        return None
+    text = {k: description.get(k) for k in ("data", "singular")}
+    coords = tuple(description.get("coords") or ())
+    try:
+        import pint
+        import pint_xarray
+    except ImportError:
+        return Units(None, None, coords, text)
+    reg = pint_xarray.unit_registry
+    try:
+        parsed = {k: None if v is None else reg.parse_units(v) for k, v in text.items()}
+    except (pint.PintError, ValueError, AttributeError, TypeError):
+        return Units(None, None, coords, text)  # units of another registry: keep them as text
+    return Units(parsed["data"], parsed["singular"], coords)
+
+
+def text_of(units: Units | None, which: str) -> str | None:
+    """Units of ``"data"`` or ``"singular"`` as text, for ``units`` attributes; None if unknown.
+
+    Only for results whose units are text (reopened without pint); None
+    when they are pint units (the values are quantified instead) or absent.
+    """
+    if units is None:
+        return None
+    return units.text.get(which)
+
+
+def magnitude_in(
+    other: xr.DataArray, units: Units | None, attrs: Mapping | None = None
+) -> xr.DataArray:
     """New data for ``project``: plain, in the decomposed data's units.
 
-    Quantified new data are converted to the data's units (an error if they
-    cannot be); plain new data are only accepted for plain decomposed data.
+    ``units`` are the decomposition's, ``attrs`` the decomposed data's
+    attributes. The rules:
+
+    - decomposed data quantified: quantified new data are converted to their
+      units (an absolute conversion: kelvin to degC subtracts 273.15), an
+      error if they cannot be; plain new data are an error;
+    - decomposed data plain: quantified new data are an error. Plain new data
+      are compared by their ``units`` attributes: where both have one and
+      the two differ, the new data are converted with pint (an error naming
+      both units when pint is not installed, does not know one of them, or
+      they are not compatible). Where either has none, nothing is checked;
+    - a quantified result reopened without pint-xarray (units as text)
+      counts as plain data in those units; quantified new data are converted
+      to them.
     """
-    data_units = None if units is None else units.data
     if not isinstance(other, xr.DataArray):
         return other  # the layout says what it needs
+    attrs = {} if attrs is None else attrs
+    data_units = None if units is None else units.data
     plain, other_units = _split(other)
     plain, _ = _dequantify_coords(plain)
     if other_units is None:
         if data_units is not None:
             raise ValueError(
                 f"The decomposed data are in {data_units} but the new data have no units. "
-                f"Quantify them, e.g. `new.pint.quantify({str(data_units)!r})`."
+                f"Quantify them, e.g. `new.pint.quantify({_text(data_units)!r})`."
             )
-        return plain
+        have = text_of(units, "data") or attrs.get("units")
+        return _converted(plain, other.attrs.get("units"), have)
     q = other.data
     if data_units is None:
+        saved = text_of(units, "data")
+        if saved is not None:  # reopened without pint-xarray: the saved units, as text
+            return _converted(plain, _text(q.units), saved, registry=_registry(q.units))
         raise ValueError(
             f"The new data are in {q.units} but the decomposed data had no (pint) units. "
             "Project plain data, e.g. `new.pint.dequantify()`, or decompose quantified data."
@@ -205,10 +299,44 @@ def magnitude_in(other: xr.DataArray, units: Units | None) -> xr.DataArray:
     import pint
 
     try:
-        mag = q.m_as(str(data_units))  # parsed in the new data's registry
+        mag = q.m_as(_text(data_units))  # parsed in the new data's registry
     except (pint.PintError, ValueError) as exc:
         raise ValueError(
             f"Cannot project data in {q.units} onto a decomposition of data in "
             f"{data_units}: the units are not compatible ({exc})."
         ) from exc
     return plain.copy(deep=False, data=mag)
+
+
+def _converted(plain: xr.DataArray, given, wanted, registry=None) -> xr.DataArray:
+    """``plain``, in units ``given``, in units ``wanted`` (text); unchanged if either is None.
+
+    Converted with pint (``registry``, else its application registry) when
+    the two texts differ; an error naming both when that cannot be done.
+    """
+    if given is None or wanted is None or str(given).strip() == str(wanted).strip():
+        return plain
+    given, wanted = str(given), str(wanted)
+    fix = (
+        f"Convert the new data to {wanted!r} (and set their `units` attribute to {wanted!r}) "
+        "before projecting"
+    )
+    try:
+        import pint
+    except ImportError:
+        raise ValueError(
+            f"The new data are in {given!r} but the decomposed data were in {wanted!r}, and "
+            f"without pint these units cannot be compared or converted. {fix}, or install "
+            'pint to convert them automatically: pip install "xsvd[units]".'
+        ) from None
+    reg = registry if registry is not None else pint.get_application_registry()
+    try:
+        mag = reg.Quantity(plain.data, given).m_as(wanted)
+    except (pint.PintError, ValueError, AttributeError, TypeError) as exc:
+        raise ValueError(
+            f"Cannot project data in {given!r} onto a decomposition of data in {wanted!r}: "
+            f"pint cannot convert one to the other ({type(exc).__name__}: {exc}). {fix}."
+        ) from exc
+    out = plain.copy(deep=False, data=mag)
+    out.attrs = {**plain.attrs, "units": wanted}
+    return out
