@@ -18,6 +18,7 @@ from .core import InfiniteValueError, MissingValueError
 from .core.packed import PackedGenotypes
 from .genomics import (
     dosage,
+    open_pgen,
     open_plink,
     pack_genotypes,
     patterson_scaling,
@@ -57,6 +58,7 @@ __all__ = [
     "MissingChunksWarning",
     "datasets",
     "open_plink",
+    "open_pgen",
     "write_plink",
     "pack_genotypes",
     "PackedGenotypes",

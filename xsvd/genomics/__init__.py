@@ -4,6 +4,8 @@
   lazy ``(variants, samples)`` DataArray whose Dask chunks stay 2-bit packed
   (the file's own bytes) until xsvd multiplies them, a small block at a time;
   :func:`write_plink` writes one, chunk by chunk (:mod:`~xsvd.genomics.plink`).
+  :func:`open_pgen` reads a PLINK 2 ``.pgen``/``.pvar``/``.psam`` file set the
+  same way, with ``pgenlib`` (:mod:`~xsvd.genomics.pgen`).
 - :func:`pack_genotypes` packs 0/1/2 genotypes already in memory (NumPy,
   CuPy or Dask chunks), four to a byte (:mod:`~xsvd.genomics.packing`).
 - :func:`dosage` turns a VCF-Zarr / sgkit ``call_genotype`` into allele
@@ -12,8 +14,9 @@
   ``--pca`` (Patterson, Price & Reich 2006; :mod:`~xsvd.genomics.scaling`).
 - :func:`project_samples` projects new samples onto reference PCs, missing
   calls as the reference means, corrected for the shrinkage of projected
-  scores (:func:`shrinkage_factors`, Lee, Zou & Wright 2010;
-  :mod:`~xsvd.genomics.projection`).
+  scores (:func:`shrinkage_factors`, Lee, Zou & Wright 2010; or online
+  augmentation, decomposition and Procrustes, Zhang, Dey & Lee 2020,
+  :mod:`~xsvd.genomics.oadp`; :mod:`~xsvd.genomics.projection`).
 - :func:`write_plink_pca` and :func:`write_eigenvec` write the files of
   PLINK 2's ``--pca`` (``.eigenvec``, ``.eigenval``, ``.eigenvec.allele`` or
   ``.eigenvec.var``) and the frequencies PLINK 2 projects new samples with
@@ -31,6 +34,7 @@ the few plain numbers of a PCA result that the functions here need.
 from __future__ import annotations
 
 from .packing import pack_genotypes
+from .pgen import open_pgen
 from .plink import PlinkFileError, open_plink, write_plink
 from .plink2 import write_eigenvec, write_plink_pca
 from .projection import project_samples, shrinkage_factors
@@ -40,6 +44,7 @@ from .vcf import dosage
 
 __all__ = [
     "open_plink",
+    "open_pgen",
     "write_plink",
     "PlinkFileError",
     "pack_genotypes",

@@ -9,12 +9,15 @@ written whole or not at all.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Hashable
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
+from ..core import backend
+from ..core.missing import GENOTYPES
 from .plink import coord_text
 from .results import spectrum, variant_dim
 
@@ -89,6 +92,7 @@ def write_plink_pca(
     *,
     n_variants: int | None = None,
     loadings: str | None = "allele",
+    genotypes: xr.DataArray | None = None,
 ) -> tuple[Path, ...]:
     """Write a PCA as the files of PLINK 2's ``--pca``, and the frequencies to project with.
 
@@ -105,8 +109,14 @@ def write_plink_pca(
       biallelic-var-wts`` writes it: ``#CHROM ID MAJ NONMAJ PC1 ...``, one
       line a variant with twice the major allele's weight. None: neither.
     - with loadings, ``prefix.afreq``: the reference allele frequencies
-      (``#CHROM ID REF ALT ALT_FREQS``, ``res.mean / 2``) that PLINK 2 needs
-      to standardize new samples as the reference was (``--read-freq``).
+      (``#CHROM ID REF ALT ALT_FREQS OBS_CT``, ``res.mean / 2``) that PLINK 2
+      needs to standardize new samples as the reference was
+      (``--read-freq``), as ``plink2 --freq`` writes them: ``OBS_CT`` is
+      the number of allele observations, twice the number of called
+      genotypes of the variant. Without missing calls that is twice the
+      number of samples; for a PCA with ``missing="mean"`` pass the
+      genotypes it was made from (``genotypes=``), whose calls are counted
+      (one pass over them), else the column is left out, with a warning.
 
     New samples are then projected by PLINK 2 with::
 
@@ -143,6 +153,13 @@ def write_plink_pca(
         :func:`patterson_scaling`. Default: the variants of ``res``.
     loadings : {"allele", "var", None}
         Which variant weights to write.
+    genotypes : xarray.DataArray, optional
+        The genotypes the PCA was made from (e.g. ``kept`` of
+        :func:`patterson_scaling`), dims ``(variants, samples)`` in either
+        order: the ``.afreq``'s ``OBS_CT`` counts their calls (matched by
+        variant id when both have ids). For a PCA with ``missing="mean"``
+        the column is left out without them (a warning says so); otherwise
+        ``OBS_CT`` is twice the number of samples.
 
     Returns
     -------
@@ -180,7 +197,7 @@ def write_plink_pca(
                 "samples with the reference frequencies. Pass `loadings=None` to write only "
                 "the .eigenvec and .eigenval files."
             )
-        table = _loadings_table(res, vdim, m)
+        table = _loadings_table(res, vdim, m, _observations(res, vdim, genotypes))
         name = ".eigenvec.allele" if loadings == "allele" else ".eigenvec.var"
         text = _allele_text(table) if loadings == "allele" else _var_text(table)
         files[base.with_name(base.name + name)] = text
@@ -189,8 +206,70 @@ def write_plink_pca(
     return tuple(files)
 
 
-def _loadings_table(res, vdim: Hashable, m: int) -> dict:
-    """Per variant: chrom, id, REF, ALT, ALT frequency, and the ALT allele's weights."""
+def _observations(res, vdim: Hashable, genotypes) -> np.ndarray | None:
+    """PLINK's ``OBS_CT`` of each variant of ``res``: twice its number of called genotypes."""
+    n_var = res.V.sizes[vdim]
+    if genotypes is None:
+        if res.settings.get("missing") == "mean":
+            warnings.warn(
+                "This PCA was made with missing='mean' (missing calls), so the .afreq file's "
+                "OBS_CT (each variant's number of allele observations) is not known and the "
+                "column is left out (PLINK 2 reads the file without it). Pass the genotypes "
+                "the PCA was made from, e.g. `write_plink_pca(res, prefix, genotypes=kept)`, "
+                "to write it.",
+                UserWarning,
+                stacklevel=3,
+            )
+            return None
+        return np.full(n_var, 2 * int(res.n_samples), dtype=np.int64)
+    if not isinstance(genotypes, xr.DataArray) or genotypes.ndim != 2 or vdim not in genotypes.dims:
+        raise ValueError(
+            f"genotypes must be a 2-D DataArray with the PCA's variant dimension {vdim!r} "
+            "(the data the PCA was made from)."
+        )
+    if vdim in genotypes.coords and vdim in res.V.coords:
+        ids = res.V[vdim].values
+        present = np.isin(ids, genotypes[vdim].values)
+        if not present.all():
+            shown = ", ".join(str(v) for v in ids[~present][:5])
+            raise ValueError(
+                f"{int((~present).sum())} variant(s) of the PCA are not in `genotypes` (e.g. "
+                f"{shown}); pass the genotypes the PCA was made from."
+            )
+        genotypes = genotypes.sel({vdim: ids})
+    elif genotypes.sizes[vdim] != n_var:
+        raise ValueError(
+            f"genotypes has {genotypes.sizes[vdim]} variants, the PCA {n_var}; pass the "
+            "genotypes the PCA was made from."
+        )
+    sdim = next(d for d in genotypes.dims if d != vdim)
+    return 2 * _called(genotypes.transpose(vdim, sdim).data)
+
+
+def _called(data) -> np.ndarray:
+    """Per row of a 2-D array (NumPy, CuPy, packed or Dask): the number of called values."""
+    if backend.is_dask(data):
+        parts = data.map_blocks(
+            _called_block,
+            chunks=(data.chunks[0], (1,) * len(data.chunks[1])),
+            dtype=np.int64,
+            meta=np.empty((0, 0), dtype=np.int64),
+        )
+        return np.asarray(parts.sum(axis=1).compute(), dtype=np.int64)
+    return _called_block(data)[:, 0]
+
+
+def _called_block(b):
+    if backend.is_packed(b) and not b.transposed:  # counted on the bytes
+        return backend.to_numpy(b.called_stats()[2]).astype(np.int64)[:, None]
+    xp = backend.namespace(b)
+    x = xp.asarray(b)
+    called = ~GENOTYPES.mask(xp, x)  # NaN or a negative code is a missing call
+    return backend.to_numpy(called.sum(axis=1)).astype(np.int64)[:, None]
+
+
+def _loadings_table(res, vdim: Hashable, m: int, obs: np.ndarray | None) -> dict:
+    """Per variant: chrom, id, REF, ALT, ALT frequency, OBS_CT, and the ALT allele's weights."""
     V = res.V.transpose(vdim, "component")
     freq = np.asarray(res.mean.transpose(vdim).values, dtype=np.float64) / 2
     if res.weights is not None:
@@ -211,6 +290,8 @@ def _loadings_table(res, vdim: Hashable, m: int) -> dict:
         "freq": freq,
         "weights": values * scale[:, None],
     }
+    if obs is not None:
+        table["obs"] = obs
     _check_ids([table["chrom"], table["id"], table["ref"], table["alt"]], "variant")
     return {key: col[keep] for key, col in table.items()}
 
@@ -237,9 +318,15 @@ def _var_text(t: dict) -> str:
 
 
 def _afreq_text(t: dict) -> str:
-    lines = ["#CHROM\tID\tREF\tALT\tALT_FREQS"]
-    for c, i, r, a, p in zip(t["chrom"], t["id"], t["ref"], t["alt"], t["freq"], strict=True):
-        lines.append("\t".join([c, i, r, a, _number(p)]))
+    if "obs" not in t:  # OBS_CT unknown: PLINK 2 reads the file without the column
+        lines = ["#CHROM\tID\tREF\tALT\tALT_FREQS"]
+        for c, i, r, a, p in zip(t["chrom"], t["id"], t["ref"], t["alt"], t["freq"], strict=True):
+            lines.append("\t".join([c, i, r, a, _number(p)]))
+        return "\n".join(lines) + "\n"
+    lines = ["#CHROM\tID\tREF\tALT\tALT_FREQS\tOBS_CT"]
+    rows = zip(t["chrom"], t["id"], t["ref"], t["alt"], t["freq"], t["obs"], strict=True)
+    for c, i, r, a, p, obs in rows:
+        lines.append("\t".join([c, i, r, a, _number(p), str(int(obs))]))
     return "\n".join(lines) + "\n"
 
 

@@ -1,9 +1,11 @@
-"""New samples on the PCs of reference samples, and the shrinkage of their scores.
+"""New samples on the PCs of reference samples, without the shrinkage of plain projection.
 
 :func:`project_samples` centers and weights new genotypes as the reference
-was, matching variants by id and flipping swapped alleles;
-:func:`shrinkage_factors` gives the asymptotic shrinkage of projected scores
-(Lee, Zou & Wright 2010) that it divides by.
+was, matching variants by id and flipping swapped alleles, and undoes the
+shrinkage of projected scores either by the asymptotic factors of
+:func:`shrinkage_factors` (Lee, Zou & Wright 2010; ``method="lzw"``) or by
+online augmentation, decomposition and Procrustes (Zhang, Dey & Lee 2020;
+``method="oadp"``, the arithmetic in :mod:`~xsvd.genomics.oadp`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend
+from . import oadp
 from .plink import BED_CHUNK_BYTES
 from .results import spectrum, variant_dim
 
@@ -142,23 +145,48 @@ def project_samples(
     *,
     dim: Hashable = "samples",
     shrinkage: bool | np.ndarray | xr.DataArray = True,
+    method: str = "lzw",
+    k: int | None = None,
+    k_augmented: int | None = None,
 ) -> xr.DataArray:
     """Scores of new samples on the PCs of reference samples, corrected for shrinkage.
 
     The new samples' genotypes are centered and weighted as the reference's
-    were (``res.project``), with each missing call standing for the
-    reference mean of its variant (``missing="mean"``: it adds nothing),
-    which is what PLINK 2's ``--score ... no-mean-imputation
-    variance-standardize`` sums with the reference allele frequencies
-    (``--read-freq``; see :func:`write_plink_pca`). The scores are on the
-    scale of ``res.U`` (PLINK 2's ``.eigenvec``), so that reference and new
-    samples can be plotted together.
+    were, with each missing call standing for the reference mean of its
+    variant (it adds nothing), which is what PLINK 2's ``--score ...
+    no-mean-imputation variance-standardize`` sums with the reference
+    allele frequencies (``--read-freq``; see :func:`write_plink_pca`). The
+    scores are on the scale of ``res.U`` (PLINK 2's ``.eigenvec``), so that
+    reference and new samples can be plotted together.
 
-    Projected scores are shrunk towards 0 compared with the reference
-    samples' (Lee, Zou & Wright 2010): ``shrinkage=True`` divides each
-    component by the asymptotic factor of :func:`shrinkage_factors`, so
-    that new samples spread as the reference samples of their population
-    do.
+    Plainly projected scores (``res.project``) are shrunk towards 0 compared
+    with the reference samples': the reference PCs fit the reference
+    samples' own noise, which new samples do not share. Two corrections:
+
+    - ``method="lzw"`` (default): divide each component by the asymptotic
+      factor of :func:`shrinkage_factors` (Lee, Zou & Wright 2010;
+      ``shrinkage=True``), estimated from the eigenvalues for independent
+      variants of one noise level. Exact for the structure components of
+      LD-pruned data; it does not know the shrinkage of components that LD
+      or other correlated noise makes.
+    - ``method="oadp"``: online augmentation, decomposition and Procrustes
+      (Zhang, Dey & Lee 2020; FRAPOSA). Each new sample is added to the
+      reference, the PCA of the augmented set is taken (its top
+      ``k_augmented`` components), and the Procrustes map (rotation, scale,
+      shift) that takes the augmented reference scores onto the original
+      ones takes the sample's augmented score to its score: as if it had
+      been in the reference PCA, without a model of the noise. The
+      augmented PCA is an update of the reference's ``K`` components (the
+      SVD of a ``(K+1) x (K+1)`` matrix) from ``V y`` and ``|y|**2`` of the
+      sample ``y``, which one pass over the new genotypes gives for all the
+      new samples (each chunk read once); the rest takes microseconds per
+      sample, independently of the reference size (:mod:`~xsvd.genomics.oadp`).
+      The reference's components beyond ``K`` are left out of the
+      augmented PCA, which matters for noise components only: compute the
+      reference PCA with a few more components than you need (FRAPOSA
+      uses ``4 k`` for ``k``) for the closest match with the exact
+      augmentation (ADP, Wang et al. 2015). The result is computed at once
+      for in-memory data, lazily for Dask data.
 
     Variants are matched by id (the ``variants`` coordinate) when both have
     ids, in the reference's order; where ``allele_1`` and ``allele_2`` of
@@ -177,14 +205,35 @@ def project_samples(
     dim : str
         The sample dimension of ``gt``.
     shrinkage : bool or array
-        True: divide by :func:`shrinkage_factors` of ``res``; False: the
-        plain projection; or the factors to divide by, one per component.
+        For ``method="lzw"``: True divides by :func:`shrinkage_factors` of
+        ``res``; False gives the plain projection; or the factors to divide
+        by, one per component. ``method="oadp"`` takes only True (the
+        default).
+    method : {"lzw", "oadp"}
+        The correction, as above.
+    k : int, optional
+        The number of leading components to return. Default: all of
+        ``res``'s.
+    k_augmented : int, optional
+        ``method="oadp"``: the components of each augmented PCA that are
+        fitted onto the reference's ``k`` (FRAPOSA's ``dim_stu``), between
+        ``k`` and the ``K`` components of ``res``. Default ``min(2 k, K)``.
 
     Returns
     -------
     xarray.DataArray
-        ``(dim, "component")``, with ``gt``'s sample coordinates and the
-        factors used as the coordinate ``shrinkage`` (1 when not corrected).
+        ``(dim, "component")``, with ``gt``'s sample coordinates; for
+        ``method="lzw"`` the factors used as the coordinate ``shrinkage``
+        (1 when not corrected). The attribute ``method`` says which.
+
+    References
+    ----------
+    D. Zhang, R. Dey and S. Lee, "Fast and robust ancestry prediction using
+    principal component analysis", Bioinformatics 36 (2020) 3439-3446.
+    C. Wang, X. Zhan, L. Liang, G. R. Abecasis and X. Lin, "Improved
+    ancestry estimation for both genotyping and sequencing data using
+    projection Procrustes analysis and genotype imputation", Am. J. Hum.
+    Genet. 96 (2015) 926-937.
 
     Examples
     --------
@@ -198,7 +247,17 @@ def project_samples(
     Frozen({'samples': 150, 'component': 2})
     >>> scores.shrinkage.values.round(2)
     array([0.67, 0.64])
+    >>> oadp = xsvd.project_samples(res, new.sel(variants=kept.variants), method="oadp")
+    >>> for u in (scores, oadp):  # the spread of the new samples over the reference's
+    ...     print((u.std("samples") / res.U.std("samples")).values.round(2))
+    [1.01 1.02]
+    [1. 1.]
     """
+    if method not in ("lzw", "oadp"):
+        raise ValueError(
+            f"method must be 'lzw' (shrinkage factors) or 'oadp' (online augmentation, "
+            f"decomposition and Procrustes), got {method!r}."
+        )
     if not res.center:
         raise ValueError(
             "project_samples needs a centered PCA (`center=True`): new samples are centered "
@@ -216,25 +275,76 @@ def project_samples(
             f"{vdim!r}. Rename the variant dimension of the new data to {vdim!r}."
         )
     gt = _match_variants(res, gt, vdim)
-    k = res.S.sizes["component"]
+    K = res.S.sizes["component"]
+    k = _count("k", K if k is None else k, 1, K, f"the {K} components of the reference PCA")
+    if method == "oadp":
+        if shrinkage is not True:
+            raise ValueError(
+                "shrinkage= applies to method='lzw'; method='oadp' corrects the shrinkage "
+                "itself. Leave shrinkage out, or use method='lzw'."
+            )
+        k2 = min(2 * k, K) if k_augmented is None else k_augmented
+        k2 = _count("k_augmented", k2, k, K, f"k={k} and the {K} components of the PCA")
+        return _project_oadp(res, gt, vdim, dim, k, k2)
+    if k_augmented is not None:
+        raise ValueError("k_augmented applies to method='oadp' only.")
     if shrinkage is True:
         factors = shrinkage_factors(res).values
     elif shrinkage is False or shrinkage is None:
-        factors = np.ones(k)
+        factors = np.ones(K)
     else:
         factors = np.asarray(shrinkage, dtype=np.float64).reshape(-1)
-        if factors.size != k or not np.all(np.isfinite(factors) & (factors > 0)):
+        if factors.size != K or not np.all(np.isfinite(factors) & (factors > 0)):
             raise ValueError(
-                f"shrinkage must be True, False or {k} positive factors (one per component), "
+                f"shrinkage must be True, False or {K} positive factors (one per component), "
                 f"got {shrinkage!r}."
             )
     if backend.is_packed(gt.data) and not backend.is_dask(gt.data):
         gt = gt.copy(data=_as_dask(gt.data))  # projected a block of variants at a time
     scores = res.project(gt, missing="mean") / xr.DataArray(factors, dims=("component",))
     scores = scores.assign_coords(shrinkage=("component", factors))
+    if k < K:
+        scores = scores.isel(component=slice(0, k))
     scores.name = "scores"
-    scores.attrs = {"long_name": "projected principal component scores (scale of U)"}
+    scores.attrs = {
+        "long_name": "projected principal component scores (scale of U)",
+        "method": "lzw",
+    }
     return scores
+
+
+def _count(name: str, value, low: int, high: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not low <= value:
+        raise ValueError(f"{name} must be an integer from {low} to {high}, got {value!r}.")
+    if value > high:
+        raise ValueError(f"{name}={value} is more than {what} allow: at most {high}.")
+    return int(value)
+
+
+def _project_oadp(res, gt: xr.DataArray, vdim: Hashable, dim: Hashable, k: int, k2: int):
+    """:func:`project_samples` with ``method="oadp"``: one pass, then the small updates."""
+    sdims = [d for d in res.U.dims if d != "component"]
+    U = res.U.transpose(*sdims, "component").values.reshape(-1, res.U.sizes["component"])
+    S = np.asarray(res.singular_values.values, dtype=np.float64)
+    V = np.asarray(res.V.transpose(vdim, "component").values, dtype=np.float64)
+    mean = np.asarray(res.mean.transpose(vdim).values, dtype=np.float64)
+    weights = res.weights
+    w = np.ones_like(mean) if weights is None else np.asarray(weights.transpose(vdim).values)
+    products = oadp.cross_products(gt.transpose(vdim, dim).data, mean, w, V)
+    scores = oadp.oadp_scores(products, S, oadp.reference_geometry(U), k, k2)
+    coords = {name: c.variable for name, c in gt.coords.items() if c.dims == (dim,)}
+    coords["component"] = res.S["component"].values[:k]
+    return xr.DataArray(
+        scores,
+        dims=(dim, "component"),
+        coords=coords,
+        name="scores",
+        attrs={
+            "long_name": "principal component scores by OADP (scale of U)",
+            "method": "oadp",
+            "k_augmented": k2,
+        },
+    )
 
 
 def _as_dask(packed):
