@@ -69,7 +69,10 @@ def test_pack_genotypes_keeps_labels_for_numpy_and_dask(rng):
     gt = xsvd.datasets.genotypes(n_variants=400, n_samples=61, seed=2)
     packed = xsvd.pack_genotypes(gt)
     assert packed.dims == gt.dims and packed.data.nbytes == 400 * 16
-    xr.testing.assert_identical(packed.copy(data=np.asarray(packed.data)), gt.astype("float32"))
+    xr.testing.assert_identical(
+        packed.copy(data=np.asarray(packed.data)),
+        gt.astype("float32").assign_attrs(xsvd_sample_dim="samples"),
+    )
     lazy = xsvd.pack_genotypes(gt.chunk(variants=150, samples=40))
     assert lazy.data.chunks == ((150, 150, 100), (40, 21))
     assert isinstance(lazy.data.blocks[0, 0].compute(), PackedGenotypes)

@@ -12,6 +12,7 @@ import xarray as xr
 
 from ..core import backend
 from ..core.packed import PackedGenotypes, pack
+from ..labeled.dims import SAMPLE_DIM_ATTR
 
 __all__ = ["pack_genotypes"]
 
@@ -23,7 +24,8 @@ def pack_genotypes(gt: xr.DataArray, *, dim: Hashable = "samples") -> xr.DataArr
     missing) but takes a sixteenth of float32's memory (a quarter of
     uint8's); xsvd's solvers unpack it a small block at a time inside the
     products. Dask chunks are packed one by one (lazily), CuPy data stay on
-    the GPU.
+    the GPU. The result names ``dim`` as its sample dimension (the attribute
+    ``xsvd_sample_dim``), so ``.svd`` takes it without ``dim=``.
 
     Parameters
     ----------
@@ -58,4 +60,5 @@ def pack_genotypes(gt: xr.DataArray, *, dim: Hashable = "samples") -> xr.DataArr
     else:
         packed = pack(data)
     out = t.copy(data=packed)
+    out.attrs[SAMPLE_DIM_ATTR] = dim
     return out.transpose(*order)

@@ -18,13 +18,26 @@ import xarray as xr
 
 from ..core import backend
 from ..core.packed import PackedGenotypes, pack
+from ..labeled.dims import SAMPLE_DIM_ATTR
 
-__all__ = ["open_plink", "write_plink", "PlinkFileError", "BED_CHUNK_BYTES", "coord_text"]
+__all__ = [
+    "open_plink",
+    "write_plink",
+    "PlinkFileError",
+    "BED_CHUNK_BYTES",
+    "BED_CHUNK_VARIANTS",
+    "default_variant_chunk",
+    "coord_text",
+]
 
 _BED_MAGIC = bytes([0x6C, 0x1B])
 _BED_VARIANT_MAJOR = 0x01
 #: default size of one chunk of packed bytes read from (or written to) a .bed file
 BED_CHUNK_BYTES = 16 * 2**20
+#: most variants in one default chunk: the solvers keep a few float64 values per
+#: variant and sketch column for every chunk in flight (about 1.3 KB per variant at
+#: k=10), more than the 2-bit genotypes of a few thousand samples
+BED_CHUNK_VARIANTS = 4096
 
 _BIM_COLUMNS = ("chrom", "variants", "cm", "position", "allele_1", "allele_2")
 _FAM_COLUMNS = ("family_id", "samples", "father_id", "mother_id", "sex", "phenotype")
@@ -40,7 +53,19 @@ def _bed_paths(path) -> tuple[Path, Path, Path]:
     return prefix.with_suffix(".bed"), prefix.with_suffix(".bim"), prefix.with_suffix(".fam")
 
 
-def _read_table(path: Path, columns, kind: str):
+#: how the .bim's columns are parsed: numbers as numbers (one Python string per
+#: field would take tens of MB for a few hundred thousand variants)
+_BIM_DTYPES = {
+    "chrom": str,
+    "variants": str,
+    "cm": np.float64,
+    "position": np.int64,
+    "allele_1": str,
+    "allele_2": str,
+}
+
+
+def _read_table(path: Path, columns, kind: str, dtypes: dict | None = None):
     import pandas as pd
 
     if not path.exists():
@@ -48,10 +73,16 @@ def _read_table(path: Path, columns, kind: str):
             f"The {kind} file {str(path)!r} is missing. A PLINK 1 file set is three files "
             "with one prefix: .bed (genotypes), .bim (variants) and .fam (samples)."
         )
+    dtype = str if dtypes is None else {i: dtypes[c] for i, c in enumerate(columns)}
     try:
-        table = pd.read_csv(path, sep=r"\s+", header=None, dtype=str, comment=None)
+        table = pd.read_csv(path, sep=r"\s+", header=None, dtype=dtype, comment=None)
     except pd.errors.EmptyDataError:
         table = pd.DataFrame([[]] * 0, columns=range(len(columns)))
+    except (ValueError, TypeError) as exc:  # a column that is not numbers, or too few columns
+        raise PlinkFileError(
+            f"{str(path)!r} cannot be read as a {kind} file, whose {len(columns)} columns are "
+            f"{', '.join(columns)}: {exc}"
+        ) from exc
     if table.shape[1] != len(columns):
         raise PlinkFileError(
             f"{str(path)!r} has {table.shape[1]} columns; a {kind} file has "
@@ -70,12 +101,28 @@ def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
     Anything else (``.values``, arithmetic, ``.mean()``) sees float32 values:
     the count of allele 1 (0, 1, 2) and NaN for missing calls.
 
+    The attribute ``xsvd_sample_dim`` (:data:`xsvd.labeled.dims.SAMPLE_DIM_ATTR`)
+    names ``"samples"`` as the sample dimension, so ``bed.svd.compressed(k=10)``
+    without ``dim=`` is a PCA of the samples (``U`` along ``samples``, ``V``
+    along ``variants``), as with ``dim="samples"``; selections (``isel``,
+    ``sel``) and :func:`patterson_scaling` keep it.
+
+    The sizes of the three files are checked against each other: the
+    ``.bed`` must hold ``3 + n_variants * ceil(n_samples / 4)`` bytes for
+    the ``.bim``'s variants and the ``.fam``'s samples, and the unused
+    2-bit slots at the end of each variant's last byte (present when the
+    number of samples is not a multiple of 4) must be empty, as PLINK writes
+    them. A ``.fam`` that lists more or fewer samples than the ``.bed`` was
+    written for is a :class:`PlinkFileError` saying by how many, rather than
+    genotypes read from the padding bits (or samples left unread).
+
     Parameters
     ----------
     path : str or path-like
         The ``.bed`` file, or the common prefix of ``.bed``, ``.bim`` and ``.fam``.
     chunks : int, optional
-        Variants per chunk. Default: about 16 MiB of packed bytes per chunk.
+        Variants per chunk. Default: :func:`default_variant_chunk`, at most
+        4,096 variants and at most 16 MiB of packed bytes.
 
     Returns
     -------
@@ -94,6 +141,8 @@ def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
     >>> bed = xsvd.open_plink(prefix + ".bed")
     >>> bed.dims, bed.shape, bed.dtype
     (('variants', 'samples'), (1000, 50), dtype('float32'))
+    >>> bed.attrs["xsvd_sample_dim"]
+    'samples'
     >>> bool((bed.values == gt.values).all())
     True
     """
@@ -102,7 +151,7 @@ def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
     bed, bim, fam = _bed_paths(path)
     if not bed.exists():
         raise PlinkFileError(f"No .bed file at {str(bed)!r}. Pass the .bed path or its prefix.")
-    variants = _read_table(bim, _BIM_COLUMNS, ".bim")
+    variants = _read_table(bim, _BIM_COLUMNS, ".bim", _BIM_DTYPES)
     samples = _read_table(fam, _FAM_COLUMNS, ".fam")
     n_var, n_samp = len(variants), len(samples)
     row_bytes = (n_samp + 3) // 4
@@ -118,15 +167,10 @@ def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
             f"{str(bed)!r} is in the old sample-major layout. Rewrite it variant-major "
             "with `plink --bfile PREFIX --make-bed --out NEW`."
         )
-    expected = 3 + n_var * row_bytes
     size = bed.stat().st_size
-    if size != expected:
-        raise PlinkFileError(
-            f"{str(bed)!r} has {size} bytes, but {n_var} variants (.bim) x {n_samp} samples "
-            f"(.fam) need {expected}. The files do not belong together or the .bed is "
-            "truncated."
-        )
-    step = chunks or max(1, BED_CHUNK_BYTES // max(row_bytes, 1))
+    check_bed_size(bed, size, n_var, n_samp, bim, fam)
+    check_padding(bed, n_var, n_samp, fam)
+    step = chunks or default_variant_chunk(row_bytes)
     starts = list(range(0, n_var, step)) or [0]
     sizes = [min(step, n_var - s) for s in starts]
     name = f"open-plink-{_token(bed, size, step)}"
@@ -162,9 +206,139 @@ def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
     attrs = {
         "source": str(bed),
         "values": "count of allele_1 (0, 1, 2); NaN = missing call",
+        SAMPLE_DIM_ATTR: "samples",
     }
     return xr.DataArray(
         arr, dims=("variants", "samples"), coords=coords, name="genotype", attrs=attrs
+    )
+
+
+def default_variant_chunk(row_bytes: int) -> int:
+    """Variants per default chunk of packed genotypes with ``row_bytes`` bytes per variant.
+
+    At most :data:`BED_CHUNK_VARIANTS` variants and :data:`BED_CHUNK_BYTES`
+    bytes, at least one variant. Memory sets it: a chunk in flight costs its
+    packed bytes and, in the solvers, about 1.3 KB per variant at k=10
+    (16 MiB chunks of 1,800 samples, 37,000 variants each, raised the peak
+    of a PCA of 164,685 variants by 60-100 MiB over 4,096-variant chunks).
+    """
+    return int(max(1, min(BED_CHUNK_VARIANTS, BED_CHUNK_BYTES // max(int(row_bytes), 1))))
+
+
+def check_bed_size(bed: Path, size: int, n_var: int, n_samp: int, bim: Path, fam: Path) -> None:
+    """Raise a :class:`PlinkFileError` unless the ``.bed`` holds exactly the ``.bim`` x ``.fam``.
+
+    A variant-major ``.bed`` is 3 bytes of header and one row of
+    ``ceil(n_samples / 4)`` bytes per variant. When the size is off, the
+    message says which file's count explains it, and by how much.
+    """
+    row_bytes = (n_samp + 3) // 4
+    expected = 3 + n_var * row_bytes
+    if size == expected:
+        return
+    body = size - 3
+    message = (
+        f"{str(bed)!r} has {size:,} bytes, but the {n_var:,} variants of {bim.name} and the "
+        f"{n_samp:,} samples of {fam.name} need 3 + {n_var:,} x {row_bytes:,} = {expected:,} "
+        f"(a header, then {row_bytes:,} bytes per variant: 4 samples a byte)."
+    )
+    causes = []
+    if row_bytes and body % row_bytes == 0:
+        held = body // row_bytes
+        diff = n_var - held
+        causes.append(
+            f"for {n_samp:,} samples the .bed holds {held:,} variants, so {bim.name} lists "
+            f"{abs(diff):,} {'more' if diff > 0 else 'fewer'} variant(s) than the .bed holds"
+        )
+    if n_var and body % n_var == 0 and body // n_var != row_bytes:
+        per = body // n_var
+        low, high = max(1, 4 * per - 3), 4 * per
+        diff = n_samp - high if n_samp > high else n_samp - low
+        causes.append(
+            f"for {n_var:,} variants each .bed row has {per:,} bytes, room for {low:,} to "
+            f"{high:,} samples, so {fam.name} lists at least {abs(diff):,} "
+            f"{'more' if diff > 0 else 'fewer'} sample(s) than the .bed holds"
+        )
+    if len(causes) > 1:
+        message += " Either " + "; or ".join(causes) + "."
+    elif causes:
+        message += " " + causes[0][0].upper() + causes[0][1:] + "."
+    else:
+        message += f" Neither count alone explains the {size - expected:+,} bytes."
+    raise PlinkFileError(
+        message + " The files do not belong together or the .bed is truncated: use the .bim "
+        "and .fam written together with this .bed (one prefix, one run)."
+    )
+
+
+#: Variants whose last byte :func:`check_padding` looks at (evenly spaced over the file).
+PADDING_CHECK_ROWS = 4096
+#: A trailing sample homozygous for allele 1 at every variant checked, which a real
+#: sample would be with less than this probability, is taken for padding.
+PADDING_EVIDENCE = 1e-12
+
+
+def check_padding(bed: Path, n_var: int, n_samp: int, fam: Path) -> None:
+    """Raise a :class:`PlinkFileError` when the ``.fam`` lists more or fewer samples than the .bed.
+
+    A ``.bed`` row has room for a multiple of 4 samples; a ``.fam`` off by
+    up to 3 samples gives the same file size, so :func:`check_bed_size`
+    cannot see it. PLINK writes the unused 2-bit slots at the end of each
+    row as ``00``. So, over up to :data:`PADDING_CHECK_ROWS` variants spread
+    evenly over the file:
+
+    - a non-empty slot after the ``.fam``'s last sample means the ``.bed``
+      holds more samples than the ``.fam`` lists;
+    - trailing ``.fam`` samples whose slots are ``00`` (homozygous for
+      allele 1) at every variant checked are padding when a real sample
+      would be so with probability below :data:`PADDING_EVIDENCE`, reckoned
+      from how often the other samples of those bytes are ``00`` at each
+      variant: the ``.fam`` lists more samples than the ``.bed`` holds.
+    """
+    row_bytes = (n_samp + 3) // 4
+    if n_var == 0 or row_bytes == 0:
+        return
+    used = n_samp - 4 * (row_bytes - 1)  # slots of the last byte that hold samples: 1-4
+    rows = np.unique(np.linspace(0, n_var - 1, min(n_var, PADDING_CHECK_ROWS)).astype(np.int64))
+    width = min(row_bytes, 64)  # the last bytes of each row: up to 256 samples to compare with
+    tail = np.empty((len(rows), width), dtype=np.uint8)
+    with open(bed, "rb") as f:  # read, not mapped: a mapping would count the pages around
+        for i, r in enumerate(rows):  # each in the process's memory
+            f.seek(3 + int(r) * row_bytes + row_bytes - width)
+            tail[i] = np.frombuffer(f.read(width), dtype=np.uint8)
+    codes = (tail[:, :, None] >> (2 * np.arange(4, dtype=np.uint8))) & 3  # (rows, width, 4)
+    codes = codes.reshape(len(rows), 4 * width)[:, : 4 * width - (4 - used)]
+    if used < 4:
+        filled = (tail[:, -1, None] >> (2 * np.arange(used, 4, dtype=np.uint8))) & 3
+        if filled.any():
+            more = int(np.flatnonzero(filled.any(axis=0)).max()) + 1
+            hit = int(filled.any(axis=1).sum())
+            raise PlinkFileError(
+                f"{fam.name} lists {n_samp:,} samples, but the .bed holds at least "
+                f"{n_samp + more:,}: the unused slots after sample {n_samp:,} at the end of "
+                f"each variant, which PLINK leaves empty, hold calls at {hit:,} of the "
+                f"{len(rows):,} variants checked. {fam.name} lacks at least {more} sample(s), "
+                f"or belongs to another .bed; use the .fam written together with {bed.name}."
+            )
+    # trailing samples that are 00 at every variant checked (as padding would be)
+    zero = codes == 0
+    trailing = 0
+    while trailing < min(used - 1, 3) and zero[:, -1 - trailing].all():
+        trailing += 1
+    if not trailing or codes.shape[1] <= trailing:
+        return
+    others = zero[:, : codes.shape[1] - trailing]
+    q = (others.sum(axis=1) + 1) / (others.shape[1] + 2)  # a real sample's chance of 00
+    if float(np.log(q).sum()) >= np.log(PADDING_EVIDENCE):
+        return
+    raise PlinkFileError(
+        f"{fam.name} lists {n_samp:,} samples, but the .bed seems to hold only "
+        f"{n_samp - trailing:,}: the last {trailing} sample(s) of {fam.name} read as "
+        f"homozygous for allele 1 at all {len(rows):,} variants checked, which is what the "
+        f"empty padding at the end of each .bed row reads as (a real sample would be so "
+        f"with probability below {PADDING_EVIDENCE:g}, given the other samples). "
+        f"{fam.name} lists {trailing} sample(s) more than the .bed holds, or belongs to "
+        f"another .bed; use the .fam written together with {bed.name}."
     )
 
 

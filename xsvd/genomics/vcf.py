@@ -7,6 +7,7 @@ import xarray as xr
 
 from ..core import backend
 from ..core.missing import GENOTYPES
+from ..labeled.dims import SAMPLE_DIM_ATTR
 
 __all__ = ["dosage"]
 
@@ -21,7 +22,9 @@ def dosage(ds: xr.Dataset, *, genotype: str = "call_genotype") -> xr.DataArray:
     them) is NaN, which
     ``missing="mean"`` then handles. 1-D per-variant and per-sample variables
     (``variant_position``, ``variant_contig``, ``sample_id``, ...) become
-    coordinates; ``sample_id`` labels the samples.
+    coordinates; ``sample_id`` labels the samples. The result names
+    ``samples`` as its sample dimension (the attribute ``xsvd_sample_dim``),
+    so ``.svd`` takes it without ``dim=``.
 
     Examples
     --------
@@ -53,12 +56,14 @@ def dosage(ds: xr.Dataset, *, genotype: str = "call_genotype") -> xr.DataArray:
     for name, var in ds.variables.items():
         if name in out.coords or var.ndim != 1 or var.dims[0] not in out.dims:
             continue
-        if var.dtype.kind in "biufUSOM":
+        if var.dtype.kind in "biufUSOMT":  # T: NumPy 2 strings (bio2zarr's variant_id)
             coords[name] = var
     out = out.assign_coords(coords)
     if "sample_id" in out.coords and "samples" not in out.indexes:
         out = out.assign_coords(samples=out["sample_id"].values)
-    return out.rename("dosage").transpose("variants", "samples", ...)
+    out = out.rename("dosage").transpose("variants", "samples", ...)
+    out.attrs[SAMPLE_DIM_ATTR] = "samples"
+    return out
 
 
 def _dosage_block(g):

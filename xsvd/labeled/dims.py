@@ -19,7 +19,19 @@ import xarray as xr
 if TYPE_CHECKING:
     from .layout import Layout
 
-__all__ = ["default_sample_dim", "as_dims", "timelike", "cftime_calendar", "nan_hint"]
+__all__ = [
+    "SAMPLE_DIM_ATTR",
+    "default_sample_dim",
+    "as_dims",
+    "timelike",
+    "cftime_calendar",
+    "nan_hint",
+]
+
+#: Attribute naming the dimension that holds the samples, e.g. ``"samples"``.
+#: Readers of genotype files (:func:`xsvd.open_plink`) set it, and
+#: :func:`default_sample_dim` takes it when ``dim`` is omitted.
+SAMPLE_DIM_ATTR = "xsvd_sample_dim"
 
 
 def default_sample_dim(obj: xr.DataArray) -> Hashable:
@@ -33,7 +45,19 @@ def default_sample_dim(obj: xr.DataArray) -> Hashable:
     NumPy and scikit-learn). Anything else, such as ``(lat, lon, time)``
     data (whose first dimension earlier versions took without a word), is
     an error that lists the dims and names the ``dim=`` to pass.
+
+    Before that rule: data whose attribute ``SAMPLE_DIM_ATTR``
+    (``"xsvd_sample_dim"``) names one of their dimensions have it as the
+    sample dimension. Genotype readers set it (:func:`xsvd.open_plink`
+    sets ``"samples"``, so PLINK data are decomposed over samples, with
+    ``U`` over samples, without ``dim=``); xarray keeps it through
+    ``isel``/``sel`` and the genomics functions keep it. An attribute
+    naming no dimension of the data (after a transpose to other names, or
+    a selection that dropped it) is ignored. ``dim=`` given always wins.
     """
+    named = obj.attrs.get(SAMPLE_DIM_ATTR)
+    if isinstance(named, str) and named in obj.dims:
+        return named
     dims = [d for d in obj.dims if obj.sizes[d] != 1] or list(obj.dims)
     times = [d for d in dims if timelike(d, index_variable(obj, d))]
     first = dims[0]
