@@ -43,6 +43,36 @@ centering and scaling::
 
 (``n`` and ``m`` swap where ``n < m``, as in EIGENSOFT). With fewer than
 ``min_remaining`` eigenvalues left (10 in ``twstats``) the test is not made.
+
+Against EIGENSOFT
+-----------------
+Checked against EIGENSOFT 8.0.0's ``twstats`` and ``smartpca`` (Debian's
+``eigensoft``; tests/test_eigensoft.py, benchmarks/eigensoft.py): on the
+same eigenvalues the statistic, p-value and ``n'`` agree to the precision
+``twstats`` prints (3 decimals, 6 significant digits, 3 decimals), on
+structured and pure-noise spectra, with ``n'`` estimated or given (``-n``).
+The conventions: ``m`` is the number of nonzero eigenvalues from component
+``i`` on (``n_samples - 1`` for a centered PCA with more markers than
+samples; the number of markers when there are fewer, and ``n'`` then
+estimates the other dimension, the number of samples). The eigenvalues may
+be on any scale: ``smartpca`` scales its relationship matrix to trace
+``n_samples - 1`` (its ``.eval`` is ``(n_samples - 1) *
+explained_variance_ratio``), PLINK 2 divides by the number of variants,
+xsvd's ``S**2`` by nothing; the test normalizes them to mean 1. Where they
+differ, on purpose:
+
+- p-values: ``twstats`` interpolates a table of ``1 - F1`` on ``[-8, 8]``
+  (cubic Hermite on values to 9 decimals; within 1e-7 of :func:`tw1_sf`),
+  and beyond 8 returns Margetis and Edelman's asymptotic TW1 *density*,
+  ``s**-1/4 exp(-2 s**1.5 / 3) / (4 sqrt(pi))``, about ``sqrt(s)`` times
+  the tail (its p-values past 8 are too large by that factor, all below
+  3e-8; at 8 they jump from 8e-9 up to 2.3e-8). xsvd computes the tail at
+  every ``s``; both underflow to 0 past ``s`` of about 107.
+- Zero eigenvalues: ``twstats`` drops values up to 1e-6 whatever their
+  scale (feed it eigenvalues of mean about 1); xsvd drops those up to 1e-8
+  times the mean, so the scale does not matter.
+- Equal eigenvalues (``sum(e**2) = m``, ``n'`` infinite): ``twstats``
+  crashes; xsvd returns NaN.
 """
 
 from __future__ import annotations
@@ -241,6 +271,12 @@ def tracy_widom(
     variants, as ``twstats -n`` does; the remaining eigenvalues' sum comes
     from ``res.total_variance``. LD between variants makes ``n'`` smaller
     than the count, and the test too liberal with a count: LD-prune first.
+    With LD the test is too liberal even with ``n'`` estimated (as in
+    EIGENSOFT, whose ``twstats`` gives the same numbers; see the module
+    notes): the null of independent markers does not hold, and blocks of
+    linked variants make significant components of their own. Prune hard
+    before reading the count as a number of ancestry axes (the genomics
+    guide, "Tracy-Widom, EIGENSOFT and LD", has measured numbers).
 
     Parameters
     ----------
