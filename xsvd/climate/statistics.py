@@ -106,7 +106,11 @@ def eigenvalues(res, *, ddof: int = 1) -> xr.DataArray:
     """
     n = _n_samples(res)
     ddof = _check_ddof(ddof, n)
-    out = res.singular_values**2 / (n - ddof)
+    s = res.singular_values
+    with np.errstate(over="ignore"):
+        square = s**2
+    # beyond float64's range S**2 is inf though S**2 / (n - ddof) may not be
+    out = (square / (n - ddof)).where(np.isfinite(square), (s / np.sqrt(n - ddof)) ** 2)
     out.name = "eigenvalues"
     out.attrs = {"long_name": f"eigenvalues (variance of each component, ddof={ddof})"}
     units = res.unit_of("variance")

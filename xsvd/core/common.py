@@ -31,7 +31,15 @@ __all__ = [
     "validate_k",
     "eps_tolerance",
     "nan_rows",
+    "frobenius_norm",
+    "variance_ratio",
+    "EXACT_K_SHARE",
 ]
+
+#: ``k >= min(m, n) / EXACT_K_SHARE`` asks for a share of the matrix where a
+#: randomized sketch saves nothing: ``method="auto"`` then uses the exact SVD,
+#: and the compressed SVD warns before it reads anything.
+EXACT_K_SHARE = 4
 
 
 @dataclass
@@ -45,7 +53,9 @@ class Decomposition:
     that cannot hold NaN), ``errors`` (k x 3) the estimated errors of each
     component: of ``S`` (absolute), of the singular vectors (an angle in
     radians) and the relative residual ``||B^T u - s v|| / s`` (zeros for the
-    exact SVD).
+    exact SVD), ``total_norm`` the Frobenius norm ``||B||_F`` (a 0-d array,
+    finite wherever ``S`` is, when ``total_ss`` is beyond float64; None: the
+    square root of ``total_ss``).
     """
 
     U: Any
@@ -57,9 +67,15 @@ class Decomposition:
     method: str
     settings: dict
     errors: Any = None
+    total_norm: Any = None
 
     #: The array parts, in the order above.
-    ARRAYS = ("U", "S", "V", "mean", "total_ss", "nan_features", "errors")
+    ARRAYS = ("U", "S", "V", "mean", "total_ss", "nan_features", "errors", "total_norm")
+
+    def variance_ratio(self, S=None):
+        """``S**2 / ||B||_F**2`` (``S``: these singular values by default), see
+        :func:`variance_ratio`."""
+        return variance_ratio(self.S if S is None else S, self.total_ss, self.total_norm)
 
     def lazy_parts(self) -> dict:
         """The parts that are Dask arrays, by name."""
@@ -137,7 +153,12 @@ def validate_k(k: int | None, m: int, n: int, *, required: bool) -> int | None:
     if isinstance(k, bool) or not isinstance(k, int | np.integer):
         raise TypeError(f"k must be a positive integer, got {k!r}.")
     limit = min(m, n)
-    if not 1 <= k <= limit:
+    if k < 1:
+        raise ValueError(
+            f"k={k}: k is the number of components to compute and must be at least 1 "
+            f"(at most {limit} for a {m} x {n} (samples x features) matrix)."
+        )
+    if k > limit:
         raise ValueError(
             f"k={k} is out of range for a {m} x {n} (samples x features) matrix: "
             f"it must be between 1 and {limit}. Choose a smaller k."
@@ -148,6 +169,32 @@ def validate_k(k: int | None, m: int, n: int, *, required: bool) -> int | None:
 def eps_tolerance(dtype) -> float:
     """Relative size below which a direction is numerical noise in ``dtype``."""
     return float(np.sqrt(np.finfo(dtype).eps))
+
+
+def frobenius_norm(S):
+    """``sqrt(sum(S**2))`` without overflow or underflow (NumPy, CuPy or Dask)."""
+    xp = backend.array_module(S)
+    top = S.max()
+    top = xp.where(top > 0, top, 1.0)
+    return top * xp.sqrt(((S / top) ** 2).sum())
+
+
+def variance_ratio(S, total_ss, total_norm=None):
+    """Each component's share ``S**2 / total_ss`` of the total sum of squares.
+
+    Where ``S**2`` or ``total_ss`` is beyond float64's range (data near
+    1e200 or 1e-200) the shares come from the ratios ``(S / total_norm)**2``,
+    which are in range; elsewhere they are exactly ``S**2 / total_ss``.
+    NumPy, CuPy or Dask arrays.
+    """
+    tiny = float(np.finfo(np.float64).tiny / np.finfo(np.float64).eps)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        plain = S**2 / total_ss
+        if total_norm is None:
+            return plain
+        square = S**2
+        ok = (square < np.inf) & (total_ss < np.inf) & (total_ss >= tiny)
+        return backend.where(ok, plain, (S / total_norm) ** 2)
 
 
 def nan_rows(V, mask):

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from . import backend
-from .common import Decomposition, Locate, fix_signs, nan_rows, validate_shape
+from .common import Decomposition, Locate, fix_signs, frobenius_norm, nan_rows, validate_shape
 from .missing import MissingRule, check_infinite, check_nan_counts, missing_rule
 from .options import Preprocessing, ordered_settings, split_options, takes_options
 from .progress import Progress
@@ -25,6 +25,10 @@ __all__ = ["exact_svd"]
 
 # Above this many columns in the short dimension, TSQR blocks get large.
 _TSQR_WARN_WIDTH = 10_000
+#: float32 matrices whose largest magnitude is outside ``2**-60 .. 2**60`` are
+#: multiplied by a power of two before their SVD (singular values beyond
+#: float32's range would be ``inf`` or lose precision; results are float64).
+FLOAT32_SAFE = (-60, 60)
 
 
 @takes_options(Preprocessing)
@@ -57,7 +61,10 @@ def exact_svd(
     Notes
     -----
     Integer data are decomposed in float64, float32 data in float32; results
-    are float64.
+    are float64. A float32 matrix whose largest magnitude is outside about
+    1e-18 to 1e18 is multiplied by a power of two (exact) for the SVD and
+    its singular values scaled back in float64, so they are finite and
+    right beyond float32's range.
     For Dask input the result is lazy unless ``compute=True``; the short
     dimension is put in one chunk and each block made at least as tall as it
     is wide.
@@ -75,8 +82,14 @@ def exact_svd(
     m, n = a.shape
     k = validate_shape(m, n, k, center=read.center, required=False)
     dtype = np.float32 if a.dtype == np.float32 else np.float64
+    # float32 data whose values or weights float32 cannot multiply: B is made in
+    # float64, then brought near 1 and decomposed in float32
+    wide = dtype == np.float32 and _beyond_float32(a, weights)
     rule = missing_rule(a.dtype, read.missing, read.negative_missing)
-    B, mean, nan_mask = _prepare(a, dtype, read.center, weights, rule, locate)
+    B, mean, nan_mask = _prepare(
+        a, np.float64 if wide else dtype, read.center, weights, rule, locate
+    )
+    B, scale = _in_range(B, wide)
     if backend.is_dask(B):
         U, S, V = _tsqr_svd(B)
     else:
@@ -84,7 +97,10 @@ def exact_svd(
         V = Vt.T
     # float64 results whatever the input, as from the compressed solver
     U, S, V = (x.astype(np.float64) for x in (U, S, V))
+    if scale is not None:
+        S = S / scale
     total_ss = (S**2).sum()
+    total_norm = frobenius_norm(S)
     if k is not None:
         U, S, V = U[:, :k], S[:k], V[:, :k]
     U, V = fix_signs(U, V)
@@ -92,7 +108,9 @@ def exact_svd(
         V = nan_rows(V, nan_mask)
     errors = S[:, None] * backend.on_backend_of(np.zeros((1, 3)), S)  # exact: none, to rounding
     settings = ordered_settings(k=k, weighted=weights is not None, **read.settings())
-    d = Decomposition(U, S, V, mean, total_ss, nan_mask, "exact", settings, errors)
+    d = Decomposition(
+        U, S, V, mean, total_ss, nan_mask, "exact", settings, errors, total_norm=total_norm
+    )
     if not compute:
         return d
     return d.computed(Progress() if progress and backend.is_dask(a) else None)
@@ -130,6 +148,57 @@ def _prepare(a, dtype, center: bool, weights, rule: MissingRule, locate):
     if weights is not None:
         B = B * backend.on_backend_of(weights, B).astype(dtype)
     return B, mean, nan_mask
+
+
+def _beyond_float32(a, weights) -> bool:
+    """Whether float32 data, or their weights, are too large or small to prepare in float32.
+
+    Weights with a nonzero magnitude outside :data:`FLOAT32_SAFE`, or (NumPy
+    and CuPy data: measured here, cheap beside the SVD) data whose largest
+    magnitude is (subnormal values included).
+    """
+    low, high = 2.0 ** FLOAT32_SAFE[0], 2.0 ** FLOAT32_SAFE[1]
+    if weights is not None:
+        w = np.abs(np.asarray(backend.to_numpy(weights), dtype=np.float64))
+        w = w[w > 0]
+        if w.size and (w.min() < low or w.max() > high):
+            return True
+    if backend.is_dask(a) or backend.is_packed(a) or a.size == 0:
+        return False  # not measured before the read / genotypes: 0, 1, 2
+    xp = backend.namespace(a)
+    if xp is np:  # NaN (missing) left out, no copy
+        flat = a.reshape(-1)
+        top = max(float(np.fmax.reduce(flat)), -float(np.fmin.reduce(flat)))
+    else:
+        top = float(xp.nanmax(xp.abs(a)))
+    return bool(np.isfinite(top) and 0 < top and not low <= top <= high)
+
+
+def _in_range(B, wide: bool = False):
+    """``B`` times a power of two that brings a float32 ``B`` of extreme magnitude near 1.
+
+    ``wide``: ``B`` is float64 (prepared so from float32 data) and comes
+    back float32, always scaled. Returns ``(B, scale)``: the singular values
+    of the ``B`` returned are ``scale`` times those of the one given (None:
+    unchanged). Dask: the scale is a lazy 0-d array (1 where none is
+    needed); NumPy and CuPy: nothing is multiplied where none is needed.
+    """
+    if (B.dtype != np.float32 and not wide) or B.size == 0:
+        return (B.astype(np.float32), None) if wide else (B, None)
+    xp = backend.array_module(B)
+    amax = xp.maximum(B.max(), -B.min())
+    low, high = (0, 0) if wide else FLOAT32_SAFE
+    limit = int(np.finfo(B.dtype).maxexp) - 3
+    if backend.is_dask(B):
+        exponent = xp.clip(-xp.frexp(amax.astype(np.float64))[1], -limit, limit)
+        needed = (amax > 0) & ((amax < 2.0**low) | (amax > 2.0**high))
+        scale = xp.where(needed, xp.ldexp(1.0, exponent), 1.0)
+        return (B * scale.astype(B.dtype)).astype(np.float32), scale
+    amax = float(amax)
+    if amax == 0 or 2.0**low <= amax <= 2.0**high:
+        return B.astype(np.float32, copy=False), None
+    scale = 2.0 ** int(np.clip(-np.frexp(amax)[1], -limit, limit))
+    return (B * B.dtype.type(scale)).astype(np.float32, copy=False), scale
 
 
 def _bool_meta(B):

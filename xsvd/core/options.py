@@ -176,6 +176,7 @@ SETTINGS_ORDER = (
     "tol",
     "max_passes",
     "estimated_error",
+    "error_bounds",
     "center",
     "weighted",
     "standardize",

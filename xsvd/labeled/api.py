@@ -13,6 +13,7 @@ from typing import Literal
 import xarray as xr
 
 from ..core import MissingValueError, backend, exact_svd, randomized_svd
+from ..core.common import EXACT_K_SHARE
 from ..core.options import (
     CompressedOptions,
     Preprocessing,
@@ -97,7 +98,7 @@ def choose_method(n_samples: int, n_features: int, k: int | None) -> str:
             "number of components: pass `k=` (e.g. `da.svd(k=10)`), or ask for "
             "`method='exact'` (slow and memory-hungry at this size)."
         )
-    if 4 * k >= short:
+    if EXACT_K_SHARE * k >= short:
         return "exact"
     return "compressed"
 
@@ -128,8 +129,8 @@ def svd(
         time-like dimension elsewhere, or data whose first dimension is
         their only time-like one (dates, or named ``time``); anything else,
         e.g. ``(lat, lon, time)``, is a ``ValueError`` naming the ``dim=`` to
-        pass. Feature dimensions of size 1 are squeezed (their coordinates
-        become scalar coordinates of ``U``, ``V`` and ``mean``).
+        pass. Every dimension is kept, size 1 included: ``U``, ``V``,
+        ``mean`` and ``reconstruct()`` carry the input's dimension names.
     method : {"auto", "exact", "compressed"}
         Solver; ``"auto"`` follows :func:`choose_method`.
     center : bool
@@ -141,13 +142,18 @@ def svd(
         ``standardize=True``). The standard deviations are folded into the
         weights (``res.settings["standardize"]`` is True): ``reconstruct()``
         and ``project()`` undo and apply them, and ``S`` loses the data's
-        units. Features of standard deviation 0 get weight 0. Dask data are
-        read once more, before the decomposition (also with
-        ``compute=False``).
+        units. Constant features get weight 0: those whose standard
+        deviation is at rounding level, at most ``max(4 * eps, n * eps64)``
+        times their largest absolute value (``eps``: the machine epsilon of
+        the data's float type, float64's ``eps64`` for integers; ``n``: the
+        samples where the feature is present). Dask data are read once
+        more, before the decomposition (also with ``compute=False``).
     weights : xarray.DataArray, optional
         Broadcast against the feature dimensions; multiplies the (centered)
         data, e.g. ``xsvd.coslat_weights(da)`` (``sqrt(cos(lat))``) for area weighting.
-        Quantified weights multiply their units into ``S``.
+        Finite and >= 0 (0 leaves a feature out), else a ``ValueError`` that
+        names where they are not. Quantified weights multiply their units
+        into ``S``.
     missing : {"error", "mean"}
         Missing values other than whole-NaN features (land): ``"error"``
         (default) raises an error that names them; ``"mean"`` stands each

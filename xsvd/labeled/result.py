@@ -256,7 +256,7 @@ class SVDResult(statistics.StatisticsMethods):
         ARPACK and PRIMME); see the algorithm page of the documentation.
         ``compressed(..., tol=)`` reads the data until ``S_relative`` and
         ``residual`` are below ``tol`` for every component. With
-        ``krylov=False`` or ``n_oversamples < 5`` they are rough estimates,
+        ``krylov=False`` or ``n_oversamples < 10`` they are rough estimates,
         not upper bounds: ``attrs["error_bounds"]`` is then 0 (and
         ``settings["error_bounds"]`` False).
         """

@@ -27,7 +27,7 @@ from .. import backend
 from ..missing import check_infinite, check_nan_counts
 from .plan import Problem, ReadSpec
 from .state import FeatureStats, Sketch, Summable
-from .stripe import column_magnitudes, fill_missing, scaled, stripe_sub, sub_blocks
+from .stripe import fill_missing, measured_magnitudes, stripe_sub, sub_blocks
 
 
 @dataclass
@@ -45,10 +45,15 @@ class FeatureStripes:
         self.ex = ex
         self.problem = problem
         self.spec = problem.read_spec()
-        w = problem.weights
         self.offsets = [int(o) for o in ex.offsets]
-        self.weight_parts = [
-            None if w is None else w[o : o + s] for o, s in zip(self.offsets, ex.sizes, strict=True)
+        self.weight_parts = self._parts(problem.weights)
+        self.scale_parts = self._parts(problem.column_scale)
+
+    def _parts(self, vector):
+        """A per-feature vector cut into every stripe's part (None: None for each)."""
+        return [
+            None if vector is None else vector[o : o + s]
+            for o, s in zip(self.offsets, self.ex.sizes, strict=True)
         ]
 
     def prepare(self):
@@ -68,16 +73,16 @@ class FeatureStripes:
             self.spec,
             pb.locate if first else None,
             nout=3,
-            per_stripe=(self.weight_parts, self.offsets),
+            per_stripe=(self.weight_parts, self.scale_parts, self.offsets),
         )
         total = ex.sum(sums)
         return Sketch(Y, None, total.cross, total.gram), (stripe_stats if first else stats)
 
-    def value_range(self, stats: list):
-        """The largest magnitude in the data, over every stripe."""
+    def magnitudes(self, stats: list):
+        """Every feature's largest magnitude in the data, as read (float64)."""
         ex = self.ex
         amax = ex.map(_unpack, stats, nout=4)[3]
-        return ex.call(_largest, *amax)
+        return ex.call(_joined, *amax)
 
     def finish(self, stats: list) -> FeatureStats:
         """The per-stripe statistics joined into arrays of the input's kind."""
@@ -102,16 +107,22 @@ def _unpack(stats: FeatureStats):
     return stats.mean, stats.total_ss, stats.nan_mask, stats.amax
 
 
-def _largest(*amax):
-    return max(amax)
+def _joined(*parts):
+    return backend.namespace(parts[0]).concatenate(parts)
 
 
 def _sum_scalars(*xs):
     return sum(xs)
 
 
-def _read_stripe(blocks, w, offset: int, basis_ext, first: bool, spec: ReadSpec, locate):
-    """One read of a feature stripe ``A_j`` (m x n_j), i.e. rows ``j`` of ``C = B^T``."""
+def _read_stripe(
+    blocks, w, column_scale, offset: int, basis_ext, first: bool, spec: ReadSpec, locate
+):
+    """One read of a feature stripe ``A_j`` (m x n_j), i.e. rows ``j`` of ``C = B^T``.
+
+    ``w`` and ``column_scale`` (powers of two the features are multiplied by as
+    they are converted: rescaled data) are the stripe's parts, or None.
+    """
     xp = backend.namespace(blocks[0])
     dtype = basis_ext.dtype
     m, nj = basis_ext.shape[0], blocks[0].shape[1]
@@ -123,10 +134,11 @@ def _read_stripe(blocks, w, offset: int, basis_ext, first: bool, spec: ReadSpec,
     correction = xp.zeros((l,), dtype=np.float64)
     mean = xp.empty((nj,), dtype=np.float64) if (first and spec.center) else None
     nan_mask = xp.zeros((nj,), dtype=bool) if (first and rule.active) else None
-    amax = xp.zeros((nj,), dtype=dtype) if (first and spec.watch_range) else None
+    amax = xp.zeros((nj,), dtype=np.float64) if (first and spec.watch_range) else None
     ss = 0.0
     for c0, c1 in sub_blocks(nj, m, spec.sub_block):
-        sub = stripe_sub(blocks, 1, c0, c1, dtype)
+        sub = stripe_sub(blocks, 1, c0, c1, dtype, column_scale)
+        count = None
         if rule.active:
             # every sample of these features is here: missing="mean" fills the
             # column's own mean of present values
@@ -135,9 +147,9 @@ def _read_stripe(blocks, w, offset: int, basis_ext, first: bool, spec: ReadSpec,
                 nan_mask[c0:c1] = count == m
             elif nan_mask is not None:
                 nan_mask[c0:c1] = check_nan_counts(count, m, offset=offset + c0, locate=locate)
-        sub = scaled(sub, spec.scale)
         if amax is not None:
-            amax[c0:c1] = column_magnitudes(sub)
+            narrowing = spec.narrowing and column_scale is None
+            amax[c0:c1] = measured_magnitudes(sub, blocks, 1, c0, c1, narrowing, count)
         raw = (sub.T @ basis_ext).astype(np.float64)  # (cs, l + 1): C_s W and feature sums
         y = raw[:, :l]
         mu = raw[:, l] / m if spec.center else None
@@ -164,5 +176,4 @@ def _read_stripe(blocks, w, offset: int, basis_ext, first: bool, spec: ReadSpec,
     sums.cross -= correction[None, :]
     if amax is not None:  # every sample of these features was here: name them now
         check_infinite(~(amax < np.inf), offset=offset, locate=locate)
-        amax = amax.max() if nj else amax.dtype.type(0)
     return Y, sums, FeatureStats(mean, ss, nan_mask, amax)

@@ -45,7 +45,10 @@ class Problem:
     center : bool
         Remove the feature means ``mu``.
     weights : array (n,) or None
-        Feature weights ``w`` on the data's backend, float64.
+        Feature weights ``w`` on the data's backend, float64, as multiplied
+        (the weights given times ``2**result_exp``, or rescaled).
+    given_weights : numpy array (n,) or None
+        The weights as given (float64, on the host), for rescaling.
     missing : MissingRule
         What counts as missing and what is done with it.
     options : CompressedOptions
@@ -59,15 +62,22 @@ class Problem:
         Elements of the float sub-block a stripe is multiplied in at a time.
     watch_range : bool
         The data's dtype does not bound their magnitude (floating point, or
-        integers of 32 bits and more): the first pass measures it, and data
-        too large or too small for the product dtype are rescaled.
-    scale : float
-        A power of two the data are multiplied by as they are read (1: none);
-        results are scaled back at the end.
-    weight_scale : float
-        A power of two ``weights`` were multiplied by (1: none).
+        integers of 32 bits and more): the first pass measures every
+        feature's, and data or weighted features too large or too small for
+        the product dtype are rescaled (see :func:`rescaling`).
+    narrowing : bool
+        Float64 data multiplied in float32: rescaling multiplies them before
+        they are converted.
+    result_exp : int
+        The matrix decomposed is ``2**result_exp`` times ``B`` (the weights
+        were multiplied by powers of two); results are scaled back at the end.
+    column_scale : array (n,) or None
+        Per feature, the power of two ``2**column_exp`` the data are
+        multiplied by as they are converted (float64, on the data's backend).
+    column_exp : numpy array (n,) of int, or None
+        Its exponents (for the means, scaled back at the end).
     rescaled : bool
-        The first pass was read again with ``scale`` (one more read).
+        The first pass was read again with ``column_scale`` (one more read).
     """
 
     n_samples: int
@@ -84,9 +94,12 @@ class Problem:
     stripes: str
     sub_block: int
     watch_range: bool = False
-    scale: float = 1.0
-    weight_scale: float = 1.0
+    narrowing: bool = False
+    result_exp: int = 0
+    column_scale: Any = None
+    column_exp: Any = None
     rescaled: bool = False
+    given_weights: Any = None
 
     @property
     def thin_length(self) -> int:
@@ -115,7 +128,7 @@ class Problem:
 
     def read_spec(self) -> ReadSpec:
         return ReadSpec(
-            self.dtype, self.missing, self.sub_block, self.center, self.watch_range, self.scale
+            self.dtype, self.missing, self.sub_block, self.center, self.watch_range, self.narrowing
         )
 
 
@@ -128,18 +141,7 @@ class ReadSpec:
     sub_block: int
     center: bool
     watch_range: bool = False
-    scale: float = 1.0
-
-
-#: Magnitudes of the data (after ``Problem.scale``) that the products in each
-#: dtype take without overflow or loss to underflow, with room for sums over
-#: millions of rows and columns (float32: about 1e-9 to 1e9; float64: 1e-90 to 1e90).
-SAFE_MAGNITUDE = {
-    np.dtype(np.float32): (2.0**-30, 2.0**30),
-    np.dtype(np.float64): (2.0**-300, 2.0**300),
-}
-#: Weights outside this range of magnitudes are brought into it by a power of two.
-SAFE_WEIGHT = (2.0**-20, 2.0**20)
+    narrowing: bool = False
 
 
 def watches_range(a) -> bool:
@@ -148,18 +150,6 @@ def watches_range(a) -> bool:
         return False  # genotypes: 0, 1, 2
     dtype = np.dtype(a.dtype)
     return dtype.kind in "fc" or (dtype.kind in "iu" and dtype.itemsize >= 4)
-
-
-def power_of_two_scale(magnitude: float, low: float, high: float) -> float:
-    """1.0 when ``magnitude`` is within ``[low, high]`` (or 0), else ``2**-e`` bringing it near 1.
-
-    Multiplying by a power of two is exact, so rescaled products round the
-    same way as unscaled ones would without overflow or underflow.
-    """
-    magnitude = float(magnitude)
-    if magnitude == 0 or low <= magnitude <= high or not np.isfinite(magnitude):
-        return 1.0
-    return float(2.0 ** -np.frexp(magnitude)[1])
 
 
 def plan(a, compute: bool, progress=None) -> tuple[str, int, Executor]:

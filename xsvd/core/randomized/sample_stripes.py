@@ -27,14 +27,7 @@ from .. import backend
 from ..missing import check_infinite, check_nan_counts
 from .plan import Problem, ReadSpec
 from .state import FeatureStats, Sketch, Summable
-from .stripe import (
-    column_magnitudes,
-    fill_missing,
-    scaled,
-    stripe_sub,
-    sub_block_lines,
-    sub_blocks,
-)
+from .stripe import fill_missing, measured_magnitudes, stripe_sub, sub_block_lines, sub_blocks
 
 
 @dataclass
@@ -67,14 +60,20 @@ class SampleStripes:
         self.problem = problem
         self.spec = problem.read_spec()
         self.weights = ex.share(problem.weights)  # one copy in a graph, shared by small tasks
+        self.column_scale = ex.share(problem.column_scale)
 
     def prepare(self):
-        """``missing="mean"``: each feature's mean over its present values (one read)."""
+        """``missing="mean"``: each feature's mean over its present values (one read).
+
+        In the product dtype; in float64 for float64 data multiplied in float32
+        (``narrowing``), whose values may be beyond float32's range.
+        """
         if not self.problem.prepass:
             return None
         ex = self.ex
         sums = ex.map(_read_present, ex.stripes(), self.spec)
-        return ex.call(_present_means, ex.sum(sums), self.problem.dtype)
+        dtype = np.float64 if self.problem.narrowing else self.problem.dtype
+        return ex.call(_present_means, ex.sum(sums), dtype)
 
     def read(self, basis, stats: FeatureStats | None, fill, first: bool):
         """One pass: the sketch of ``C W`` and, on the first pass, the feature statistics."""
@@ -84,7 +83,13 @@ class SampleStripes:
         # sub-block as it is multiplied
         shift = None if (first or not pb.center) else ex.call(_as_dtype, stats.mean, pb.dtype)
         stripes = ex.stripes(after=fill if first else basis)
-        Y, sums = ex.map(_read_stripe, stripes, basis_w, shift, first, self.spec, fill, nout=2)
+        if fill is not None and pb.column_scale is not None:
+            fill = ex.call(_scaled_fill, fill, self.column_scale, pb.dtype)
+        elif fill is not None and pb.narrowing:
+            fill = ex.call(_as_dtype, fill, pb.dtype)
+        Y, sums = ex.map(
+            _read_stripe, stripes, basis_w, shift, first, self.spec, fill, self.column_scale, nout=2
+        )
         total = ex.sum(sums)
         if first:
             stats = ex.call(
@@ -96,8 +101,8 @@ class SampleStripes:
         )
         return Sketch(Y, mean_row, cross, gram), stats
 
-    def value_range(self, stats: FeatureStats):
-        """The largest magnitude in the data."""
+    def magnitudes(self, stats: FeatureStats):
+        """Every feature's largest magnitude in the data, as read (float64)."""
         return stats.amax
 
     def finish(self, stats: FeatureStats) -> FeatureStats:
@@ -114,12 +119,13 @@ class SampleStripes:
 # ------------------------------------------------------------------ kernels
 
 
-def _read_stripe(blocks, basis_w, shift, first: bool, spec: ReadSpec, fill):
+def _read_stripe(blocks, basis_w, shift, first: bool, spec: ReadSpec, fill, column_scale):
     """One read of a sample stripe: ``Y_i = A_i D W`` and ``A_i^T [Y_i, 1]`` (and more).
 
     ``shift`` (the feature means, when known) is subtracted from each
     sub-block before it is multiplied; missing values are replaced by
-    ``fill`` (``missing="mean"``) or zero first.
+    ``fill`` (``missing="mean"``) or zero first. ``column_scale``: powers of
+    two the features are multiplied by as they are converted (rescaled data).
     """
     xp = backend.namespace(blocks[0])
     dtype = basis_w.dtype
@@ -132,18 +138,20 @@ def _read_stripe(blocks, basis_w, shift, first: bool, spec: ReadSpec, fill):
         sketch_sum=xp.zeros((l,), dtype=np.float64),
         sumsq=xp.zeros((n,), dtype=np.float64) if first else None,
         missing_count=xp.zeros((n,), dtype=np.int64) if (first and rule.active) else None,
-        amax=xp.zeros((n,), dtype=dtype) if (first and spec.watch_range) else None,
+        amax=xp.zeros((n,), dtype=np.float64) if (first and spec.watch_range) else None,
     )
     ext = xp.ones((min(mi, sub_block_lines(n, spec.sub_block)), l + 1), dtype=dtype)
     for r0, r1 in sub_blocks(mi, n, spec.sub_block):
-        sub = stripe_sub(blocks, 0, r0, r1, dtype)
+        sub = stripe_sub(blocks, 0, r0, r1, dtype, column_scale)
+        count = None
         if rule.active:
             sub, count = fill_missing(xp, sub, rule, fill)
             if sums.missing_count is not None:
                 sums.missing_count += count
-        sub = scaled(sub, spec.scale)
         if sums.amax is not None:
-            sums.amax = xp.maximum(sums.amax, column_magnitudes(sub))
+            narrowing = spec.narrowing and column_scale is None
+            mag = measured_magnitudes(sub, blocks, 0, r0, r1, narrowing, count)
+            sums.amax = xp.maximum(sums.amax, mag)
         if shift is not None:
             sub = sub - shift
         y = sub @ basis_w
@@ -165,7 +173,7 @@ def _read_present(blocks, spec: ReadSpec):
     mi, n = blocks[0].shape[0], sum(b.shape[1] for b in blocks)
     out = PresentSums(xp.zeros((n,), dtype=np.float64), xp.zeros((n,), dtype=np.int64))
     for r0, r1 in sub_blocks(mi, n, spec.sub_block):
-        sub = stripe_sub(blocks, 0, r0, r1, spec.dtype)
+        sub = stripe_sub(blocks, 0, r0, r1, np.float64 if spec.narrowing else spec.dtype)
         mask = spec.missing.mask(xp, sub)
         out.sums += xp.where(mask, sub.dtype.type(0), sub).sum(axis=0, dtype=np.float64)
         out.counts += (r1 - r0) - mask.sum(axis=0)
@@ -190,6 +198,11 @@ def _as_dtype(x, dtype):
     return x.astype(dtype)
 
 
+def _scaled_fill(fill, column_scale, dtype):
+    """The fill values in the units of rescaled data (multiplied in float64: exact)."""
+    return (fill.astype(np.float64) * column_scale).astype(dtype)
+
+
 def _first_pass_stats(total: StripeSums, m: int, spec: ReadSpec, locate, w) -> FeatureStats:
     """Means, total sum of squares and all-missing features from the first pass's sums.
 
@@ -197,10 +210,9 @@ def _first_pass_stats(total: StripeSums, m: int, spec: ReadSpec, locate, w) -> F
     hold infinite values, :class:`~xsvd.core.missing.MissingValueError` for NaN
     the missing rule does not allow.
     """
-    amax = None
-    if total.amax is not None:
-        check_infinite(~(total.amax < np.inf), locate=locate)
-        amax = total.amax.max()
+    amax = total.amax
+    if amax is not None:
+        check_infinite(~(amax < np.inf), locate=locate)
     nan_mask = None
     if total.missing_count is not None:
         if spec.missing.fills:

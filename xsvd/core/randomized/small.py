@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import backend
 from ..common import eps_tolerance
+from .magnitude import times_power_of_two
 
 
 def orth(Z):
@@ -115,7 +116,11 @@ def orth_against(Z, previous: list, width: int | None = None):
     xp = backend.namespace(Z)
     V = xp.concatenate(previous, axis=1)
     Z = xp.where(xp.isfinite(Z), Z, 0)  # a first pass out of range (read again, rescaled)
-    scale = float(xp.linalg.norm(Z)) if Z.size else 0.0
+    with np.errstate(over="ignore"):
+        scale = float(xp.linalg.norm(Z)) if Z.size else 0.0
+    if not np.isfinite(scale):  # its square beyond float64 (data near 1e80): in two steps
+        top = float(xp.abs(Z).max())
+        scale = top * float(xp.linalg.norm(Z / top))
     for _ in range(2):
         Z = Z - V @ (V.T @ Z)
     width = Z.shape[1] if width is None else min(width, Z.shape[1])
@@ -174,7 +179,7 @@ def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
     The Kato-Temple bound is safe but, where singular values crowd (the
     noise bulk of genotype data, say), far above the true error once the
     Ritz values converge. With ``block`` (the columns each pass added to the
-    Krylov space, at least three passes) the eigenvalue estimate is instead
+    Krylov space, from ``EXTRAPOLATION_BLOCKS`` passes on) the eigenvalue estimate is instead
     the geometric mean of that bound and an extrapolation of the Ritz values'
     convergence: with ``d_t`` the increase of ``lam_j`` from the Krylov space
     of one pass fewer, and ``c = d_t / d_{t-1}`` its rate (the largest of
@@ -187,13 +192,18 @@ def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
     kk = min(k, d)
     if kk == 0:
         return xp.zeros((0, 3)) if k == 0 else unknown_errors(xp, k)
+    shift = _even_shift(float(lam[0]))
+    if shift:  # eigenvalues near float64's limits: their squares below would not fit
+        Z, lam = times_power_of_two(Z, shift), times_power_of_two(lam, shift)
     rho = xp.sqrt(((Z @ X - V @ (X * lam)) ** 2).sum(axis=0))
     floor = ROUNDING * float(np.finfo(dtype).eps) * lam[0]
     # bounds from the last Ritz value up: lam_{j+1} <= lam~_{j+1} + err_{j+1} (small, on the host)
     lam_h, rho_h = backend.to_numpy(lam), backend.to_numpy(rho)
     extrapolate = block is not None and d >= EXTRAPOLATION_BLOCKS * block
     err_h = np.empty(d)
-    above_next = -np.inf  # upper bound of the eigenvalue below the current one
+    # upper bound of the eigenvalue below the current one; below the last Ritz value
+    # nothing is known (the eigenvalue after it may be as close as it likes)
+    above_next = np.inf
     for j in range(d - 1, -1, -1):
         gap = lam_h[j] - above_next
         if gap > 0 and rho_h[j] ** 2 / gap < rho_h[j]:
@@ -202,7 +212,7 @@ def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
             bound = rho_h[j] * (1.0 if extrapolate else UNSEPARATED_SAFETY)
         err_h[j] = max(bound, float(floor))
         above_next = lam_h[j] + err_h[j]
-    below = xp.asarray(np.r_[lam_h[1:] + err_h[1:], -np.inf][:kk])
+    below = xp.asarray(np.r_[lam_h[1:] + err_h[1:], lam_h[-1]][:kk])
     if extrapolate:
         err_h[:kk] = _with_extrapolation(V, Z, lam_h, err_h, kk, block, float(floor))
     gap_down = lam[:kk] - below
@@ -218,14 +228,28 @@ def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
         sine = sine + ROUNDING * float(np.finfo(dtype).eps)
         angle = xp.arcsin(xp.clip(sine, 0, 1))
         residual = xp.where(lam[:kk] > 0, xp.maximum(r, floor) / lam[:kk], xp.inf)
-    out = xp.stack([s_err, angle, residual], axis=1)
+    out = xp.stack([times_power_of_two(s_err, -shift // 2), angle, residual], axis=1)
     if kk < k:  # components beyond the sketch: nothing is known
         out = xp.concatenate([out, unknown_errors(xp, k - kk)], axis=0)
     return out
 
 
+#: Eigenvalues (squared singular values) beyond ``2**-SAFE_EXPONENT .. 2**SAFE_EXPONENT``
+#: are scaled by an even power of two for the error estimates (exact, undone after).
+SAFE_EXPONENT = 400
+
+
+def _even_shift(top: float) -> int:
+    """An even exponent ``e`` with ``top * 2**e`` near 1, or 0 when ``top`` is ordinary."""
+    if not np.isfinite(top) or top <= 0 or 2.0**-SAFE_EXPONENT <= top <= 2.0**SAFE_EXPONENT:
+        return 0
+    return -2 * (int(np.frexp(top)[1]) // 2)
+
+
 #: Passes (Krylov blocks) from which the convergence of the Ritz values is extrapolated.
-EXTRAPOLATION_BLOCKS = 4
+#: (From 4, the first rate, measured on three Krylov spaces, fell to 0.04x the true
+#: error on a cluster of 16 singular values within 1e-3 below the k-th.)
+EXTRAPOLATION_BLOCKS = 5
 #: Before that, the bound of Ritz values not separated from the next is widened by this.
 UNSEPARATED_SAFETY = 2.0
 #: Safety factor of the extrapolated eigenvalue errors.
@@ -259,6 +283,25 @@ def _with_extrapolation(V, Z, lam, bound, k: int, block: int, floor: float):
     guess = np.maximum(np.minimum(aitken, bound[:k]), floor)
     weight = TRUSTED_WEIGHT if d >= TRUSTED_BLOCKS * block else 0.5
     return np.where(np.isfinite(aitken), bound[:k] ** (1 - weight) * guess**weight, bound[:k])
+
+
+#: The error estimates were measured never to fall below the true errors with
+#: block Krylov (``krylov=True``) and at least this many oversamples (the
+#: default): 9 spectra (a tiny gap at ``k``, a step, geometric decay 0.8, 0.95
+#: and 0.99, power law, flat, low rank plus noise, spikes on a noise bulk),
+#: k = 3 to 20, 1 to 7 iterations, 10 to 30 seeds each. With 5 oversamples
+#: they fell to 0.76 of the true error (decay 0.99), with 0 to 3 to 0.03; with
+#: subspace iteration (``krylov=False``), whose Ritz values in a cluster at
+#: ``k`` may stand for eigenvalues below it, to 0.05 at any oversampling.
+BOUND_MIN_OVERSAMPLES = 10
+
+
+def estimates_are_bounds(krylov: bool, n_oversamples: int, n_power_iter: int) -> bool:
+    """Whether the error estimates of these settings are (measured) upper bounds.
+
+    One pass (``n_power_iter=0``) gives none (inf, pi / 2): trivially bounds.
+    """
+    return n_power_iter == 0 or (krylov and n_oversamples >= BOUND_MIN_OVERSAMPLES)
 
 
 def unknown_errors(xp, k: int):

@@ -70,8 +70,9 @@ data, which executor), :mod:`._sample_stripes` and :mod:`._feature_stripes`
 (one pass for each orientation, with its kernel), :mod:`._stripe` (reading a
 stripe a sub-block at a time), :mod:`._small` (the small factorizations),
 :mod:`._state` (what passes hand to each other), :mod:`._exec` (running the
-steps eagerly or with Dask). The pass loop itself is :func:`randomized_svd`'s
-``_passes`` below.
+steps eagerly or with Dask), :mod:`.magnitude` (data and weights of any
+magnitude: when to rescale, by which powers of two, and back). The pass loop
+itself is :func:`randomized_svd`'s ``_passes`` below.
 """
 
 from __future__ import annotations
@@ -82,7 +83,14 @@ from dataclasses import replace
 import numpy as np
 
 from .. import backend
-from ..common import Decomposition, Locate, fix_signs, nan_rows, validate_shape
+from ..common import (
+    EXACT_K_SHARE,
+    Decomposition,
+    Locate,
+    fix_signs,
+    nan_rows,
+    validate_shape,
+)
 from ..missing import missing_rule
 from ..options import (
     CompressedOptions,
@@ -93,17 +101,19 @@ from ..options import (
 )
 from ..progress import Progress
 from .feature_stripes import FeatureStripes
-from .plan import (
-    SAFE_MAGNITUDE,
+from .magnitude import (
     SAFE_WEIGHT,
-    SAMPLES,
-    Problem,
-    plan,
-    power_of_two_scale,
-    watches_range,
+    needs_rescaling,
+    power_of_two_exponent,
+    rescaling,
+    scaled_back,
+    within_range,
 )
+from .plan import SAMPLES, Problem, plan, watches_range
 from .sample_stripes import SampleStripes
 from .small import (
+    BOUND_MIN_OVERSAMPLES,
+    estimates_are_bounds,
     finalize,
     krylov_finish,
     krylov_gram,
@@ -115,6 +125,7 @@ from .small import (
     unknown_errors,
 )
 from .state import Carry, Sketch
+from .stripe import narrows
 
 __all__ = ["randomized_svd"]
 
@@ -218,13 +229,17 @@ def randomized_svd(
     whole, centered, weighted or converted to float.
 
     Magnitude: where the dtype leaves it open (floating point, integers of
-    32 bits and more), the first pass also measures the largest magnitude.
-    Data too large or too small to multiply in the product dtype (float32:
-    outside about 1e-9 to 1e9; float64: 1e-90 to 1e90) are read again,
-    multiplied by a power of two (exact), and the results scaled back: one
-    more read, counted in ``settings["passes"]``. With ``compute=False`` (one
-    lazy graph) such data raise a ``ValueError`` instead. Weights of extreme
-    magnitude are rescaled the same way, at no cost.
+    32 bits and more), the first pass also measures every feature's largest
+    magnitude. Data too large or too small to multiply in the product dtype
+    (float32: outside about 1e-9 to 1e9; float64: 1e-90 to 1e90), or
+    features whose weighted columns ``|x_j| w_j`` the products cannot hold
+    (features of very different magnitudes balanced by weights or
+    ``standardize``, subnormal data), are read again with each feature
+    multiplied by its own power of two (exact) and the weights by the
+    inverse, and the results scaled back: one more read, counted in
+    ``settings["passes"]``; see :mod:`xsvd.core.randomized.magnitude`. With
+    ``compute=False`` (one lazy graph) such data raise a ``ValueError``
+    instead. Weights of extreme magnitude alone are rescaled at no cost.
 
     References
     ----------
@@ -256,15 +271,18 @@ def randomized_svd(
     m, n = a.shape
     k = validate_shape(m, n, k, center=read.center, required=True)
     opts = given.resolved(lazy=backend.is_dask(a) and not compute)
+    _warn_if_exact_is_cheaper(m, n, k, opts, a)
+    bounds = _bounds_or_warning(opts)
     ctype = backend.compute_dtype(a.dtype, opts.dtype)
     rule = missing_rule(a.dtype, read.missing, read.negative_missing)
     show = Progress() if progress and compute and backend.is_dask(a) else None
     stripes, sub_block, ex = plan(a, compute, show)
-    w = None if weights is None else np.asarray(backend.to_numpy(weights), dtype=np.float64)
-    weight_scale = 1.0
+    given = None if weights is None else np.asarray(backend.to_numpy(weights), dtype=np.float64)
+    w, result_exp = given, 0
     if w is not None and w.size:
-        weight_scale = power_of_two_scale(np.abs(w).max(), *SAFE_WEIGHT)
-        w = w * weight_scale
+        result_exp = power_of_two_exponent(np.abs(w).max(), *SAFE_WEIGHT)
+        if result_exp:
+            w = np.ldexp(w, result_exp)
     problem = Problem(
         n_samples=m,
         n_features=n,
@@ -280,7 +298,9 @@ def randomized_svd(
         stripes=stripes,
         sub_block=sub_block,
         watch_range=watches_range(a),
-        weight_scale=weight_scale,
+        narrowing=narrows(a.dtype, ctype),
+        result_exp=result_exp,
+        given_weights=given,
     )
     if show is not None:
         show.total = problem.passes if opts.tol is None else opts.max_passes
@@ -288,7 +308,9 @@ def randomized_svd(
         ex.xp, opts.seed, (problem.thin_length, problem.width), np.float64
     )
     stripe_side, thin_side, S, errors, stats, problem = _passes(ex, problem, omega, show)
-    S, errors, stats = _scaled_back(S, errors, stats, problem)
+    S, errors, stats, total_norm = scaled_back(
+        S, errors, stats, problem.result_exp, problem.column_exp
+    )
     U, V = (stripe_side, thin_side) if stripes == SAMPLES else (thin_side, stripe_side)
     U, V = fix_signs(U, V)
     if stats.nan_mask is not None:
@@ -302,6 +324,7 @@ def randomized_svd(
         weighted=weights is not None,
         **read.settings(),
         **opts.settings(),
+        **({} if bounds else {"error_bounds": False}),
     )
     if opts.tol is not None:  # computed: say what was reached
         reached = float(backend.to_numpy(relative_errors(errors, S)).max())
@@ -316,7 +339,58 @@ def randomized_svd(
                 stacklevel=2,
             )
     return Decomposition(
-        U, S, V, stats.mean, stats.total_ss, stats.nan_mask, "compressed", settings, errors
+        U,
+        S,
+        V,
+        stats.mean,
+        stats.total_ss,
+        stats.nan_mask,
+        "compressed",
+        settings,
+        errors,
+        total_norm=total_norm,
+    )
+
+
+def _bounds_or_warning(opts: CompressedOptions) -> bool:
+    """Whether the error estimates will bound the errors; a warning, before any read, if not."""
+    if estimates_are_bounds(opts.krylov, opts.n_oversamples, opts.n_power_iter):
+        return True
+    why = "krylov=False" if not opts.krylov else f"n_oversamples={opts.n_oversamples}"
+    warnings.warn(
+        f"With {why} the error estimates (res.errors) are rough estimates, not upper "
+        "bounds: on spectra with small gaps, clusters or slow decay near k they were "
+        "measured up to 20 times below the true errors. res.settings['error_bounds'] says "
+        "so (False). For estimates that bound the errors keep krylov=True and "
+        f"n_oversamples >= {BOUND_MIN_OVERSAMPLES} (the defaults).",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return False
+
+
+#: Matrices smaller than this (values) take about a second with either solver: no advice.
+EXACT_ADVICE_VALUES = 2**20
+
+
+def _warn_if_exact_is_cheaper(m: int, n: int, k: int, opts: CompressedOptions, a) -> None:
+    """Warn, before any read, when ``k`` asks for so much of the matrix that the exact SVD
+    is cheaper: ``k >= min(m, n) / EXACT_K_SHARE`` (the rule of ``method="auto"``)."""
+    short = min(m, n)
+    if EXACT_K_SHARE * k < short or m * n < EXACT_ADVICE_VALUES:
+        return
+    itemsize = 4 if np.dtype(a.dtype) == np.float32 else 8
+    gib = m * n * itemsize / 2**30
+    passes = "until tol is reached" if opts.tol is not None else f"{opts.n_power_iter + 1} times"
+    warnings.warn(
+        f"k={k} asks for at least 1/{EXACT_K_SHARE} of the {short} components of this {m} x {n} "
+        f"matrix: the compressed SVD would read the data {passes} and factor matrices "
+        f"of about {min(k + opts.n_oversamples, short)} columns, which costs more than the "
+        f"exact SVD. If the data fit in memory ({gib:.2g} GiB as a float matrix), use the "
+        "exact SVD (method='exact', `.svd.exact()`, or method='auto', which picks it); "
+        "else ask for fewer components.",
+        UserWarning,
+        stacklevel=3,
     )
 
 
@@ -325,8 +399,9 @@ def _passes(ex, problem: Problem, omega, progress: Progress | None = None):
 
     Returns the stripe-side and thin-side singular vectors, the singular
     values, their error estimates and the feature statistics, as arrays of
-    the input's kind (in the units of ``problem.scale``), and the problem as
-    it ran (its ``n_power_iter`` the iterations made).
+    the input's kind (in the units of the rescaled data, see
+    :func:`.magnitude.scaled_back`), and the problem as it ran (its ``n_power_iter``
+    the iterations made).
     """
     side = _side(ex, problem)
     start = ex.call(orth, omega)
@@ -342,11 +417,12 @@ def _passes(ex, problem: Problem, omega, progress: Progress | None = None):
             or (problem.options.krylov and _krylov_room(problem, p + 1) == 0)  # the space is full
         )
         carry = _one_pass(ex, problem, side, carry, first=p == 0, last=last, keep=adaptive)
-        if p == 0 and problem.watch_range and ex.concrete:
-            amax = side.value_range(carry.stats)
-            scale = power_of_two_scale(amax, *SAFE_MAGNITUDE[problem.dtype])
-            if scale != 1:  # too large or small to multiply: read the first pass again, scaled
-                problem = replace(problem, scale=scale, rescaled=True)
+        if p == 0 and problem.watch_range and ex.concrete and not problem.rescaled:
+            amax = backend.to_numpy(side.magnitudes(carry.stats))
+            w, e = problem.given_weights, problem.result_exp
+            if needs_rescaling(amax, w, problem.dtype, e):
+                # too large or small to multiply: read the first pass again, rescaled
+                problem = _rescaled(ex, problem, amax)
                 side = _side(ex, problem)
                 carry = Carry(basis=start, fill=carry.fill)
                 if progress is not None:
@@ -358,6 +434,20 @@ def _passes(ex, problem: Problem, omega, progress: Progress | None = None):
     problem = replace(problem, n_power_iter=p)
     stripe_side, thin_side, S, errors = _final_factors(ex, problem, carry.sketches)
     return stripe_side, thin_side, S, errors, side.finish(carry.stats), problem
+
+
+def _rescaled(ex, problem: Problem, amax) -> Problem:
+    """The problem with every feature and weight brought near 1 by powers of two."""
+    convert = np.float64 if problem.narrowing else problem.dtype
+    r = rescaling(amax, problem.given_weights, problem.dtype, convert)
+    return replace(
+        problem,
+        weights=ex.xp.asarray(r.weights),
+        column_scale=ex.xp.asarray(np.ldexp(1.0, r.column_exp)),
+        column_exp=r.column_exp,
+        result_exp=r.result_exp,
+        rescaled=True,
+    )
 
 
 def _side(ex, problem: Problem):
@@ -375,7 +465,8 @@ def _one_pass(
     sketch = replace(sketch, basis=carry.basis)
     if first and problem.watch_range and not ex.concrete:
         # one lazy graph cannot read the first pass again: refuse what it cannot multiply
-        checked = ex.call(_within_range, sketch.cross, side.value_range(stats), problem.dtype)
+        amax, w, e = side.magnitudes(stats), problem.given_weights, problem.result_exp
+        checked = ex.call(within_range, sketch.cross, amax, w, e, problem.dtype)
         sketch = replace(sketch, cross=checked)
     if problem.options.krylov:  # the final step uses every pass's sketch
         kept = [*carry.sketches, sketch if (last or keep) else replace(sketch, gram=None)]
@@ -429,35 +520,6 @@ def relative_errors(errors, S):
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = xp.where(S > 0, errors[:, 0] / S, xp.inf)
     return xp.maximum(rel, errors[:, 2])
-
-
-def _within_range(cross, amax, dtype):
-    """``cross``, or a clear error when the data cannot be multiplied in ``dtype`` unscaled."""
-    low, high = SAFE_MAGNITUDE[dtype]
-    if power_of_two_scale(amax, low, high) != 1:
-        raise ValueError(
-            f"The data reach magnitudes of {float(amax):.3g}, too "
-            f"{'large' if float(amax) > high else 'small'} to multiply in {dtype} without "
-            "overflow or underflow, and a lazy result (compute=False) cannot read them again "
-            "rescaled. Use compute=True (the default), which rescales them, or multiply the "
-            "data by a suitable factor first."
-        )
-    return cross
-
-
-def _scaled_back(S, errors, stats, problem: Problem):
-    """Singular values, their errors, mean and total sum of squares in the data's own units."""
-    factor = problem.scale * problem.weight_scale
-    if factor == 1:
-        return S, errors, stats
-    total_ss = stats.total_ss
-    if isinstance(total_ss, float):  # a NumPy scalar: inf or 0 beyond float64, no exception
-        total_ss = np.float64(total_ss)
-    with np.errstate(over="ignore", under="ignore"):  # sums of squares beyond float64
-        mean = None if stats.mean is None else stats.mean / problem.scale
-        total_ss = total_ss / factor / factor
-    unit = backend.on_backend_of(np.array([1 / factor, 1.0, 1.0]), errors)  # angles: no units
-    return S / factor, errors * unit, replace(stats, mean=mean, total_ss=total_ss)
 
 
 def _final_factors(ex, problem: Problem, sketches: list[Sketch]):

@@ -30,31 +30,60 @@ def sub_block_lines(other: int, sub_block: int) -> int:
     return max(MIN_SUB_BLOCK_LINES, sub_block // max(other, 1))
 
 
-def stripe_sub(blocks, axis: int, start: int, stop: int, dtype):
+def stripe_sub(blocks, axis: int, start: int, stop: int, dtype, scale=None):
     """Float sub-block ``[start:stop]`` along ``axis`` of a stripe given as blocks.
 
     ``axis=0``: rows ``start:stop`` of blocks laid side by side (a stripe of
     samples); ``axis=1``: columns ``start:stop`` of blocks stacked vertically
     (a stripe of features). A single block gives a view or a converted copy;
     several blocks are merged into one small buffer (never the whole stripe).
+
+    ``scale``: per column of the stripe (every feature for ``axis=0``, the
+    stripe's features for ``axis=1``), a power of two each value is
+    multiplied by as it is converted (see :func:`converted`); None: none.
     """
     if len(blocks) == 1:  # a view, or a float copy (unpacked, for packed genotypes)
         b = blocks[0]
-        return (b[start:stop] if axis == 0 else b[:, start:stop]).astype(dtype, copy=False)
+        if axis == 0:
+            return converted(b[start:stop], dtype, scale)
+        return converted(b[:, start:stop], dtype, None if scale is None else scale[start:stop])
     xp = backend.namespace(blocks[0])
     if axis == 0:
         out = xp.empty((stop - start, sum(b.shape[1] for b in blocks)), dtype=dtype)
         pos = 0
         for b in blocks:
-            out[:, pos : pos + b.shape[1]] = b[start:stop].astype(dtype, copy=False)
+            part = None if scale is None else scale[pos : pos + b.shape[1]]
+            out[:, pos : pos + b.shape[1]] = converted(b[start:stop], dtype, part)
             pos += b.shape[1]
     else:
         out = xp.empty((sum(b.shape[0] for b in blocks), stop - start), dtype=dtype)
+        part = None if scale is None else scale[start:stop]
         pos = 0
         for b in blocks:
-            out[pos : pos + b.shape[0]] = b[:, start:stop].astype(dtype, copy=False)
+            out[pos : pos + b.shape[0]] = converted(b[:, start:stop], dtype, part)
             pos += b.shape[0]
     return out
+
+
+def converted(x, dtype, scale=None):
+    """``x`` in ``dtype``, each column multiplied by ``scale`` (powers of two) when given.
+
+    Float64 data going to float32 are multiplied before the conversion (so
+    that values beyond float32's range come into it), anything else after;
+    either way the product is exact. ``scale`` is float64 (it is converted
+    here when the product is taken in float32).
+    """
+    if scale is None:
+        return x.astype(dtype, copy=False)
+    if narrows(x.dtype, dtype):
+        return (x * scale).astype(dtype)
+    return x.astype(dtype, copy=False) * scale.astype(dtype, copy=False)
+
+
+def narrows(source, dtype) -> bool:
+    """Whether converting ``source`` data to ``dtype`` loses range (float64 to float32)."""
+    source, dtype = np.dtype(source), np.dtype(dtype)
+    return source.kind == "f" and dtype.kind == "f" and source.itemsize > dtype.itemsize
 
 
 def fill_missing(xp, sub, rule: MissingRule, fill=None):
@@ -80,14 +109,52 @@ def fill_missing(xp, sub, rule: MissingRule, fill=None):
     return xp.where(mask, value, sub), count
 
 
-def scaled(sub, scale: float):
-    """The sub-block times ``scale`` (a power of two, so exact); itself when it is 1."""
-    if scale == 1:
-        return sub
-    return sub * sub.dtype.type(scale)
-
-
 def column_magnitudes(sub):
     """Per column, the largest magnitude in a float sub-block (``inf`` where one is infinite)."""
     xp = backend.namespace(sub)
     return xp.maximum(sub.max(axis=0), -sub.min(axis=0))
+
+
+def measured_magnitudes(sub, blocks, axis: int, start: int, stop: int, narrowing: bool, missing):
+    """:func:`column_magnitudes` of a sub-block, in float64, true to the source data.
+
+    ``narrowing`` (float64 data converted to float32, unscaled): a value
+    beyond float32's range became ``inf`` or ``0`` in the conversion; such
+    columns (but not those ``missing`` says are missing at every row of the
+    sub-block) are measured again in the source blocks, so that only values
+    infinite in the data read as infinite, and data below float32's range
+    as what they are.
+    """
+    mag = column_magnitudes(sub).astype(np.float64)
+    if not narrowing:
+        return mag
+    xp = backend.namespace(sub)
+    suspect = ~(mag < np.inf) | (mag < float(np.finfo(sub.dtype).tiny))
+    if missing is not None:
+        suspect &= missing < sub.shape[0]
+    idx = np.flatnonzero(backend.to_numpy(suspect))
+    if not idx.size:
+        return mag
+    if axis == 0:  # blocks side by side: each holds some of the columns
+        parts, pos = [], 0
+        for b in blocks:
+            mine = idx[(idx >= pos) & (idx < pos + b.shape[1])] - pos
+            if mine.size:
+                parts.append(_finite_magnitudes(b[start:stop][:, mine]))
+            pos += b.shape[1]
+        source = xp.concatenate(parts)
+    else:  # blocks stacked: each holds some rows of every column
+        parts = [_finite_magnitudes(b[:, start:stop][:, idx]) for b in blocks]
+        source = parts[0]
+        for part in parts[1:]:
+            source = xp.maximum(source, part)
+    mag[xp.asarray(idx)] = source
+    return mag
+
+
+def _finite_magnitudes(x):
+    """Per column, the largest magnitude of ``x`` in float64, NaN (missing) left out."""
+    xp = backend.namespace(x)
+    x = x.astype(np.float64, copy=False)
+    x = xp.where(xp.isnan(x), 0.0, x)
+    return xp.maximum(x.max(axis=0), -x.min(axis=0))
