@@ -122,9 +122,11 @@ def verify(ds: xr.Dataset, expected: Mapping, source: str | None, explain=None) 
 def check_values(ds: xr.Dataset, source: str | None, explain=None) -> None:
     """The check of a result saved without a record (version 3 of the saved form).
 
-    A missing chunk reads as NaN there, and ``U`` and ``S`` of a result hold
-    no NaN, nor ``V`` or ``mean`` outside the all-NaN features; raise
-    :class:`StoreReadError` where they do.
+    The store is listed for missing chunks (``explain``, where given: a
+    missing chunk reads as the fill value, NaN or 0 depending on the zarr
+    release that wrote it), and ``U`` and ``S`` of a result hold no NaN, nor
+    ``V`` or ``mean`` outside the all-NaN features; raise
+    :class:`StoreReadError` where either check fails.
     """
     nan_features = ds["nan_features"].values if "nan_features" in ds else None
     problems = []
@@ -138,10 +140,14 @@ def check_values(ds: xr.Dataset, source: str | None, explain=None) -> None:
             feature_dims = ds["nan_features"].dims
             mask = xr.DataArray(nan_features, dims=feature_dims)
             isnan = (xr.DataArray(isnan, dims=ds[name].dims) & ~mask).values
-        if isnan.any():
-            gone = explain(name) if explain is not None else None
+        # the store's listing first: a lost chunk reads as the fill value, which is
+        # NaN or, in stores some zarr releases wrote, 0
+        gone = explain(name) if explain is not None else None
+        if gone:
+            problems.append(gone)
+        elif isnan.any():
             problems.append(
-                gone or f"variable {name!r} holds NaN where a result has none (chunks were lost)"
+                f"variable {name!r} holds NaN where a result has none (chunks were lost)"
             )
     if problems:
         raise StoreReadError(_message(problems, source))
