@@ -31,6 +31,8 @@ OPTIONS: dict[str, int] = {
     "small_chunk_bytes": 2**20,
     # Zarr storage chunks larger than this warn in open_zarr (every task reads one whole)
     "large_storage_chunk_bytes": 2**30,
+    # block Krylov keeps every pass's stripe-side sketch up to this size, else reads once more
+    "krylov_sketch_bytes": 64 * 2**20,
 }
 
 _DOCS = {
@@ -41,6 +43,7 @@ _DOCS = {
     "large_stripe_bytes": "warn about Dask stripes larger than this",
     "small_chunk_bytes": "warn about very many Dask chunks smaller than this",
     "large_storage_chunk_bytes": "warn about Zarr storage chunks larger than this",
+    "krylov_sketch_bytes": "most bytes of stripe-side sketches kept for the final step",
 }
 
 
@@ -50,6 +53,7 @@ _MAY_BE_ZERO = {
     "large_stripe_bytes",
     "small_chunk_bytes",
     "large_storage_chunk_bytes",
+    "krylov_sketch_bytes",
 }
 
 
@@ -76,6 +80,12 @@ class set_options:  # noqa: N801  (a context manager named like a function, as i
         stripe) or too many and too small (10,000 chunks under 1 MiB).
     large_storage_chunk_bytes : int
         :func:`xsvd.open_zarr` warns about storage chunks above this (1 GiB).
+    krylov_sketch_bytes : int
+        The compressed SVD (block Krylov) keeps every pass's sketch of the long
+        side of the data (``passes x length x (k + n_oversamples)`` values) for
+        its final step when that takes at most this many bytes (64 MiB);
+        beyond it, it keeps only the short side's and reads the data once
+        more at the end, so its memory stays about one sketch.
 
     Examples
     --------

@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_N_OVERSAMPLES",
     "DEFAULT_MAX_PASSES",
     "DEFAULT_KRYLOV",
+    "DEFAULT_TOL",
     "check_flag",
     "ordered_settings",
     "split_options",
@@ -44,6 +45,10 @@ DEFAULT_N_POWER_ITER = 7
 DEFAULT_N_OVERSAMPLES = 10
 DEFAULT_MAX_PASSES = 20
 DEFAULT_KRYLOV = True
+#: With neither ``n_power_iter`` nor ``tol`` given (and computed results), the passes stop
+#: once every component's estimated relative error is below this, and after
+#: ``DEFAULT_N_POWER_ITER + 1`` passes at the latest (what a fixed default would read).
+DEFAULT_TOL = 1e-6
 
 
 def check_flag(name: str, value: Any, *, none_too: bool = False) -> None:
@@ -112,6 +117,11 @@ class CompressedOptions:
 
         ``lazy``: the results are one lazy graph (Dask with ``compute=False``),
         which ``tol`` cannot work with.
+
+        With neither ``n_power_iter`` nor ``tol`` given, computed results stop
+        when converged: ``tol`` becomes :data:`DEFAULT_TOL` and ``max_passes``
+        stays None, which caps the passes at ``DEFAULT_N_POWER_ITER + 1``
+        (see :attr:`default_stop`); a lazy graph reads the data that many times.
         """
         n_power_iter, max_passes, tol = self.n_power_iter, self.max_passes, self.tol
         if tol is not None:
@@ -134,6 +144,8 @@ class CompressedOptions:
             tol, max_passes = float(tol), int(max_passes)
         elif max_passes is not None:
             raise ValueError("max_passes bounds the passes that tol asks for: pass tol too.")
+        elif n_power_iter is None and not lazy:  # the default: stop when converged
+            n_power_iter, tol = 0, DEFAULT_TOL
         n_power_iter = DEFAULT_N_POWER_ITER if n_power_iter is None else n_power_iter
         if not isinstance(n_power_iter, int | np.integer) or n_power_iter < 0:
             raise ValueError(f"n_power_iter must be an integer >= 0, got {n_power_iter!r}.")
@@ -149,16 +161,29 @@ class CompressedOptions:
             max_passes=max_passes,
         )
 
+    @property
+    def converges(self) -> bool:
+        """Resolved options: the passes stop when the estimates reach ``tol``."""
+        return self.tol is not None
+
+    @property
+    def default_stop(self) -> bool:
+        """Resolved options: neither ``n_power_iter`` nor ``tol`` was given (converge, capped
+        at ``DEFAULT_N_POWER_ITER + 1`` passes, no warning when the cap is reached)."""
+        return self.tol is not None and self.max_passes is None
+
     def settings(self) -> dict:
         """The part of ``settings`` these (resolved) options make.
 
         ``n_power_iter`` and ``dtype`` are reported by the solver (the
-        iterations made, the precision used); ``tol`` and ``max_passes`` only
-        when ``tol`` was asked for.
+        iterations made, the precision used); ``tol`` when the passes stopped
+        by it (asked for, or the default), ``max_passes`` when asked for.
         """
         out = {"n_oversamples": self.n_oversamples, "seed": self.seed, "krylov": self.krylov}
         if self.tol is not None:
-            out.update(tol=self.tol, max_passes=self.max_passes)
+            out.update(tol=self.tol)
+        if self.max_passes is not None:
+            out.update(max_passes=self.max_passes)
         return out
 
 

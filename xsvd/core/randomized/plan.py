@@ -19,7 +19,7 @@ import numpy as np
 from ...options import OPTIONS
 from .. import backend
 from ..missing import Locate, MissingRule
-from ..options import CompressedOptions
+from ..options import DEFAULT_N_POWER_ITER, CompressedOptions
 from .executors import Eager, Executor, Lazy, Stepwise
 
 __all__ = ["Problem", "ReadSpec", "SAMPLES", "FEATURES", "plan"]
@@ -78,6 +78,11 @@ class Problem:
         Its exponents (for the means, scaled back at the end).
     rescaled : bool
         The first pass was read again with ``column_scale`` (one more read).
+    reread : bool
+        Block Krylov keeps only the thin side of every pass and reads the data
+        once more at the end for the stripe-side vectors (one more read, when
+        more than one pass is made), instead of keeping every pass's
+        stripe-side sketch (see ``xsvd.set_options(krylov_sketch_bytes=...)``).
     """
 
     n_samples: int
@@ -100,6 +105,7 @@ class Problem:
     column_exp: Any = None
     rescaled: bool = False
     given_weights: Any = None
+    reread: bool = False
 
     @property
     def thin_length(self) -> int:
@@ -118,13 +124,42 @@ class Problem:
 
     @property
     def passes(self) -> int:
-        """Reads of the data: ``q + 1``, plus the means' own read and a rescaled first pass."""
-        return self.n_power_iter + 1 + self.extra_passes
+        """Reads of the data: ``q + 1``, plus the means' own read, a rescaled first pass and
+        the final read of ``reread``."""
+        final = int(self.reread and self.n_power_iter > 0)
+        return self.n_power_iter + 1 + self.extra_passes + final
 
     @property
     def extra_passes(self) -> int:
         """Reads besides the ``q + 1`` of the iterations."""
         return int(self.prepass) + int(self.rescaled)
+
+    @property
+    def most_iterations(self) -> int:
+        """The most passes that multiply a Krylov block: ``q + 1``, or what ``tol`` allows
+        (the other reads count against ``max_passes``)."""
+        opts = self.options
+        if not opts.converges:
+            return self.n_power_iter + 1
+        if opts.default_stop:
+            return DEFAULT_N_POWER_ITER + 1
+        return max(1, opts.max_passes - self.extra_passes - int(self.reread))
+
+    @property
+    def most_passes(self) -> int:
+        """The most reads of the data (for a progress bar)."""
+        return self.most_iterations + self.extra_passes + int(self.reread)
+
+    def rereads(self, budget: int) -> bool:
+        """Whether block Krylov should keep only the thin side of every pass and read the
+        data once more at the end (``reread``): when keeping every pass's stripe-side
+        sketch (``passes x stripe length x l`` values of the product dtype) would take
+        more than ``budget`` bytes (``xsvd.set_options(krylov_sketch_bytes=...)``)."""
+        passes = self.most_iterations
+        if not self.options.krylov or passes <= 1:
+            return False
+        kept = passes * self.stripe_length * self.width * np.dtype(self.dtype).itemsize
+        return kept > budget
 
     def read_spec(self) -> ReadSpec:
         return ReadSpec(

@@ -72,6 +72,22 @@ def stripe_vectors(Y, mean_row, rotation):
     return Y @ rotation
 
 
+def reread_basis(bases: list, rotation, S):
+    """``[W_0, ..., W_q] X``: the thin-side Ritz vectors with unit columns (``rotation`` is
+    ``X / S``), to multiply the data with once more (``Problem.reread``)."""
+    return hstack(bases) @ (rotation * S)
+
+
+def reread_vectors(Y, mean_row, S):
+    """One stripe's singular vectors from ``Y_i = C_i W X``: ``Y_i / S`` in float64 (0 where
+    ``S`` is 0)."""
+    xp = backend.namespace(S)
+    Y = Y.astype(np.float64)
+    if mean_row is not None:
+        Y = Y - mean_row[None, :]
+    return Y * xp.where(S > 0, 1 / xp.where(S > 0, S, 1), 0)
+
+
 def _krylov_rows(blocks, mean_rows):
     """One stripe's rows of ``K = [Y_0 - 1 c_0^T, ..., Y_q - 1 c_q^T]`` in float64."""
     xp = backend.namespace(blocks[0])
@@ -316,7 +332,7 @@ def krylov_finish(gram, bases: list, crosses: list, k: int, dtype):
     ``K = [Y_0, ..., Y_q]`` to its singular vectors (``K X / s``), ``thin``
     the thin-side singular vectors ``V X``.
     """
-    xp = backend.namespace(gram)
+    xp = backend.namespace(crosses[0])
     V, Z = hstack(bases), hstack(crosses)
     lam, X = ritz(V, Z, gram)
     # Ritz values below the rounding of the products (or of the float64 small math) are noise

@@ -82,6 +82,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ...options import OPTIONS
 from .. import backend
 from ..common import (
     EXACT_K_SHARE,
@@ -120,6 +121,8 @@ from .small import (
     krylov_vectors,
     orth,
     orth_against,
+    reread_basis,
+    reread_vectors,
     stripe_vectors,
     thin_errors,
     unknown_errors,
@@ -154,8 +157,11 @@ def randomized_svd(
     weights : array (n,), optional
         Per-feature factors applied after centering.
     n_power_iter : int, optional
-        Iterations ``q``; the data are read ``q + 1`` times (default 7, or
-        fewer when the Krylov space fills the matrix; not with ``tol``).
+        Iterations ``q``; the data are read ``q + 1`` times (fewer when the
+        Krylov space fills the matrix; not with ``tol``). Default: stop when
+        converged, i.e. ``tol=DEFAULT_TOL`` (1e-6) capped at
+        ``DEFAULT_N_POWER_ITER + 1`` (8) passes without a warning; one lazy
+        graph (``compute=False``) reads 8 times.
     n_oversamples : int
         Extra sketch columns ``p``; the sketch has ``l = k + p`` columns.
     tol : float, optional
@@ -302,8 +308,9 @@ def randomized_svd(
         result_exp=result_exp,
         given_weights=given,
     )
+    problem = replace(problem, reread=problem.rereads(OPTIONS["krylov_sketch_bytes"]))
     if show is not None:
-        show.total = problem.passes if opts.tol is None else opts.max_passes
+        show.total = problem.most_passes
     omega = backend.standard_normal(
         ex.xp, opts.seed, (problem.thin_length, problem.width), np.float64
     )
@@ -326,10 +333,10 @@ def randomized_svd(
         **opts.settings(),
         **({} if bounds else {"error_bounds": False}),
     )
-    if opts.tol is not None:  # computed: say what was reached
+    if opts.converges:  # computed: say what was reached
         reached = float(backend.to_numpy(relative_errors(errors, S)).max())
         settings = ordered_settings(**settings, estimated_error=reached)
-        if reached > opts.tol:
+        if reached > opts.tol and not opts.default_stop:
             warnings.warn(
                 f"tol={opts.tol:g} was not reached in max_passes={opts.max_passes} passes over "
                 f"the data: the largest estimated relative error is {reached:.3g}. Pass a "
@@ -354,7 +361,8 @@ def randomized_svd(
 
 def _bounds_or_warning(opts: CompressedOptions) -> bool:
     """Whether the error estimates will bound the errors; a warning, before any read, if not."""
-    if estimates_are_bounds(opts.krylov, opts.n_oversamples, opts.n_power_iter):
+    iterations = 1 if opts.converges else opts.n_power_iter  # converging: more than one pass
+    if estimates_are_bounds(opts.krylov, opts.n_oversamples, iterations):
         return True
     why = "krylov=False" if not opts.krylov else f"n_oversamples={opts.n_oversamples}"
     warnings.warn(
@@ -381,7 +389,7 @@ def _warn_if_exact_is_cheaper(m: int, n: int, k: int, opts: CompressedOptions, a
         return
     itemsize = 4 if np.dtype(a.dtype) == np.float32 else 8
     gib = m * n * itemsize / 2**30
-    passes = "until tol is reached" if opts.tol is not None else f"{opts.n_power_iter + 1} times"
+    passes = "until converged" if opts.converges else f"{opts.n_power_iter + 1} times"
     warnings.warn(
         f"k={k} asks for at least 1/{EXACT_K_SHARE} of the {short} components of this {m} x {n} "
         f"matrix: the compressed SVD would read the data {passes} and factor matrices "
@@ -408,13 +416,11 @@ def _passes(ex, problem: Problem, omega, progress: Progress | None = None):
     carry = Carry(basis=start, fill=side.prepare())
     if carry.fill is not None:
         carry = ex.end_pass(carry)  # the means' own read
-    adaptive = problem.options.tol is not None
+    adaptive = problem.options.converges
     p = 0
     while True:
-        last = (
-            (not adaptive and p == problem.n_power_iter)
-            or (adaptive and p + 1 + problem.extra_passes >= problem.options.max_passes)
-            or (problem.options.krylov and _krylov_room(problem, p + 1) == 0)  # the space is full
+        last = p + 1 >= problem.most_iterations or (
+            problem.options.krylov and _krylov_room(problem, p + 1) == 0  # the space is full
         )
         carry = _one_pass(ex, problem, side, carry, first=p == 0, last=last, keep=adaptive)
         if p == 0 and problem.watch_range and ex.concrete and not problem.rescaled:
@@ -426,13 +432,13 @@ def _passes(ex, problem: Problem, omega, progress: Progress | None = None):
                 side = _side(ex, problem)
                 carry = Carry(basis=start, fill=carry.fill)
                 if progress is not None:
-                    progress.total = problem.passes if not adaptive else problem.options.max_passes
+                    progress.total = problem.most_passes
                 continue
         if last or (adaptive and _converged(ex, problem, carry.sketches)):
             break
         p += 1
     problem = replace(problem, n_power_iter=p)
-    stripe_side, thin_side, S, errors = _final_factors(ex, problem, carry.sketches)
+    stripe_side, thin_side, S, errors = _final_factors(ex, problem, carry.sketches, side, carry)
     return stripe_side, thin_side, S, errors, side.finish(carry.stats), problem
 
 
@@ -468,7 +474,9 @@ def _one_pass(
         amax, w, e = side.magnitudes(stats), problem.given_weights, problem.result_exp
         checked = ex.call(within_range, sketch.cross, amax, w, e, problem.dtype)
         sketch = replace(sketch, cross=checked)
-    if problem.options.krylov:  # the final step uses every pass's sketch
+    if problem.reread and not (first and last):  # the final step reads the data again
+        kept = [*carry.sketches, replace(sketch, blocks=None, gram=None)]
+    elif problem.options.krylov:  # the final step uses every pass's sketch
         kept = [*carry.sketches, sketch if (last or keep) else replace(sketch, gram=None)]
     else:  # only the last one
         kept = [sketch] if (last or keep) else [replace(sketch, blocks=None, gram=None)]
@@ -522,7 +530,7 @@ def relative_errors(errors, S):
     return xp.maximum(rel, errors[:, 2])
 
 
-def _final_factors(ex, problem: Problem, sketches: list[Sketch]):
+def _final_factors(ex, problem: Problem, sketches: list[Sketch], side, carry: Carry):
     """Singular vectors, values and error estimates from the passes' sketches.
 
     - One pass: the stripe-side sketch of it (single-pass SVD, see
@@ -534,12 +542,21 @@ def _final_factors(ex, problem: Problem, sketches: list[Sketch]):
       are handled stripe by stripe (their Gram matrix summed, each stripe's
       singular vectors its rows of ``K`` times the rotation), so no
       stripe-side matrix larger than a stripe is formed.
+    - Block Krylov with ``problem.reread`` (sketches too large to keep): the
+      same Ritz triplets from the thin side alone (``K^T K = W^T C^T C W =
+      W^T Z``), and the stripe-side vectors ``C W X / s`` from one more read.
     - Subspace iteration: the stripe-side sketch of the last pass; the
       estimates, from the Ritz pairs of the pass's basis, are conservative.
     """
     k, dtype = problem.k, problem.dtype
     last = sketches[-1]
-    if problem.options.krylov and problem.n_power_iter > 0:
+    if problem.reread and problem.n_power_iter > 0:
+        bases, crosses = _estimate_inputs(sketches)
+        rotation, thin, S, errors = ex.call(krylov_finish, None, bases, crosses, k, dtype, nout=4)
+        basis = ex.call(reread_basis, bases, rotation, S)
+        again, _ = side.read(basis, carry.stats, carry.fill, False)
+        parts = ex.end_pass(ex.map(reread_vectors, again.blocks, again.mean_row, S))
+    elif problem.options.krylov and problem.n_power_iter > 0:
         rows = ex.call(_listed, *[s.mean_row for s in sketches])  # one task argument
         others = tuple(s.blocks for s in sketches[1:])
         gram = ex.sum(ex.map(krylov_gram, sketches[0].blocks, rows, per_stripe=others))
