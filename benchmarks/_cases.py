@@ -47,7 +47,7 @@ class Config:
     zarr_variants: int = 400_000
     zarr_dir: str | None = None  #: parent folder of the temporary store
     keep_zarr: bool = False
-    climate_shape: tuple[int, int, int] = (1200, 90, 180)
+    climate_shape: tuple[int, int, int] = (3000, 90, 180)
     climate_modes: int = 3
     dask_lazy_rows: bool = True  #: also time svd_compressed(compute=False)
     accuracy_seeds: int = 5  #: seeds of the (untimed) accuracy sweep; 1 = timed seed only
@@ -518,21 +518,22 @@ def build_climate(cfg: Config, log: Log) -> Case:
             info={"xsvd_method": res.method},
         )
 
-    def run_compressed(wrap, seed):
-        res = state["field"].svd.compressed(
-            k=k,
-            dim="time",
-            center=True,
-            weights=weights,
-            n_power_iter=q,
-            n_oversamples=p,
-            seed=seed,
-        )
-        return Output(
-            s=np.asarray(res.S.values),
-            evr=np.asarray(res.explained_variance_ratio.values),
-            info={"xsvd_method": res.method, "xsvd_passes_reported": res.settings.get("passes")},
-        )
+    def run_compressed(solver: dict):
+        def run(wrap, seed):
+            res = state["field"].svd.compressed(
+                k=k, dim="time", center=True, weights=weights, seed=seed, **solver
+            )
+            return Output(
+                s=np.asarray(res.S.values),
+                evr=np.asarray(res.explained_variance_ratio.values),
+                info={
+                    "xsvd_method": res.method,
+                    "xsvd_passes_reported": res.settings.get("passes"),
+                    "xsvd_estimated_error": res.settings.get("estimated_error"),
+                },
+            )
+
+        return run
 
     def run_xeofs(solver_kwargs: dict | None):
         def run(wrap, seed):
@@ -564,14 +565,24 @@ def build_climate(cfg: Config, log: Log) -> Case:
         "singular values of the centered sqrt(cos lat)-weighted ocean matrix "
         "(same matrix as xsvd); EVR = s^2/(n-1) / total variance"
     )
+    xsvd_common = {"dim": "time", "center": True, "weights": "sqrt(cos lat)"}
     tools = [
         Tool(
-            "xsvd compressed",
-            run_compressed,
+            "xsvd compressed (defaults)",
+            run_compressed({}),
             role=SUBJECT,
-            settings={"dim": "time", "center": True, "weights": "sqrt(cos lat)", **cfg.solver},
+            settings=dict(xsvd_common, k=k, seed=cfg.seed),
+            passes_how="reads of the matrix, as xsvd reports (until converged, 8 at most)",
+            notes="default stopping: tol=1e-6 on the estimated errors, at most 8 passes",
+        ),
+        Tool(
+            f"xsvd compressed (n_power_iter={q})",
+            run_compressed({"n_power_iter": q, "n_oversamples": p}),
+            role=PEER,
+            settings=dict(xsvd_common, **cfg.solver),
             passes=q + 1,
             passes_how="reads of the matrix (q + 1, as xsvd reports)",
+            notes="the same q and p as the xeofs row below",
         ),
         Tool(
             "xsvd exact",
@@ -619,6 +630,7 @@ def build_climate(cfg: Config, log: Log) -> Case:
             "nbytes": int(field_.nbytes),
             "reference_s": ref_s,
         },
+        goals=[Goal("xeofs EOF (default solver)", 3.0, accuracy=True)],
         close=state.clear,
     )
 

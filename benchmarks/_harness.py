@@ -379,6 +379,10 @@ def _record(row: Row, m: _Measurement, *, warmup: bool, reference_s, reference_e
     if out.evr is not None and reference_evr is not None:
         row.evr_max_rel_err = float(relative_errors(out.evr, reference_evr).max())
     row.info.update(out.info)
+    reported = out.info.get("xsvd_passes_reported")
+    if row.passes is None and reported is not None:  # stopping when converged: as reported
+        row.passes = float(reported)
+        row.passes_how = row.passes_how or "reads of the matrix, as xsvd reports"
 
 
 def _count_passes(row: Row, tool: Tool, seed: int, log: Callable[[str], None]) -> None:

@@ -78,7 +78,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--climate-shape",
         type=_shape,
         default=None,
-        help="time x lat x lon (default 1200x90x180)",
+        help="time x lat x lon (default 3000x90x180)",
     )
     p.add_argument(
         "--climate-modes", type=int, default=d.climate_modes, help="planted modes (default 3)"
