@@ -18,7 +18,7 @@ import xarray as xr
 
 from ..core.packed import PackedGenotypes, pack
 from ..labeled.dims import SAMPLE_DIM_ATTR
-from .plink import BED_CHUNK_BYTES, PlinkFileError
+from .plink import PlinkFileError, default_variant_chunk
 
 __all__ = ["open_pgen"]
 
@@ -50,8 +50,9 @@ def open_pgen(path, *, chunks: int | None = None) -> xr.DataArray:
         The ``.pgen`` file, or the common prefix of ``.pgen``, ``.pvar`` and
         ``.psam``.
     chunks : int, optional
-        Variants per chunk. Default: about :data:`~xsvd.genomics.plink.BED_CHUNK_BYTES`
-        of packed bytes per chunk, as :func:`~xsvd.open_plink`.
+        Variants per chunk. Default: as :func:`~xsvd.open_plink`, at most
+        4,096 variants and 16 MiB of packed bytes per chunk
+        (:func:`~xsvd.genomics.plink.default_variant_chunk`).
 
     Returns
     -------
@@ -116,7 +117,7 @@ def open_pgen(path, *, chunks: int | None = None) -> xr.DataArray:
             ".pvar and .psam written together with this .pgen (one prefix, one run)."
         )
     row_bytes = (n_samp + 3) // 4
-    step = chunks or max(1, BED_CHUNK_BYTES // max(row_bytes, 1))
+    step = chunks or default_variant_chunk(row_bytes)
     starts = list(range(0, n_var, step)) or [0]
     sizes = [min(step, n_var - s) for s in starts]
     meta = PackedGenotypes(np.empty((0, 0), dtype=np.uint8), 0)
