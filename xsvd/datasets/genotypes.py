@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ..labeled.dims import SAMPLE_DIM_ATTR
 from .checks import as_float, as_int, maybe_chunk
 
 __all__ = ["genotypes"]
@@ -57,7 +58,10 @@ def genotypes(
     -------
     xarray.DataArray
         ``uint8`` array named ``"genotype"`` with dims ``("variants",
-        "samples")`` and values 0, 1 or 2 (alternate allele dosage).
+        "samples")`` and values 0, 1 or 2 (alternate allele dosage); its
+        ``xsvd_sample_dim`` attribute says ``"samples"``, as from
+        :func:`xsvd.open_plink`, so ``.svd`` takes the samples as its samples
+        when ``dim`` is left out.
         Coordinates: ``variants`` (int64 positions ``0 .. n_variants - 1``),
         ``samples`` (strings ``"S0000"``, ``"S0001"``, ...; zero-padded to at
         least 4 digits) and the non-dimension coordinate ``population`` on
@@ -144,6 +148,7 @@ def genotypes(
         },
         name="genotype",
         attrs={
+            SAMPLE_DIM_ATTR: "samples",  # as open_plink: the accessor's default dim
             "long_name": "alternate allele dosage",
             "description": (
                 f"Synthetic diploid genotypes from the Balding-Nichols model with "
