@@ -184,3 +184,53 @@ def test_device_cpu_keeps_dask_lazy(genotypes):
     assert moved is lazy  # already in host memory
     assert isinstance(_backend.to_host(lazy.data), da.Array)
     xr.testing.assert_identical(moved, lazy)
+
+
+def test_gpu_benchmark_draws_valid_data_in_small_slices():
+    """benchmarks/gpu.py's generators, run with NumPy standing in for CuPy: valid PLINK
+    codes only (no missing calls), and draws of at most DRAW_VALUES values at once (the
+    packed case drew a 16 GB temporary on the GPU machine)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu.py"
+    spec = importlib.util.spec_from_file_location("gpu_benchmark", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    class CountingNumpy:  # numpy, recording the size of every random draw
+        def __init__(self):
+            self.draws = []
+
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @property
+        def random(self):
+            outer = self
+
+            class _Random:
+                @staticmethod
+                def default_rng(seed):
+                    rng = np.random.default_rng(seed)
+
+                    class _Rng:
+                        @staticmethod
+                        def integers(low, high, size, dtype):
+                            outer.draws.append(int(np.prod(size)))
+                            return rng.integers(low, high, size, dtype=dtype)
+
+                    return _Rng()
+
+            return _Random()
+
+    fake = CountingNumpy()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bench, "DRAW_VALUES", 4_000)
+        packed = bench._random_packed(fake, 2_000, 37, seed=1)
+        plain = bench._random_uint8(fake, 500, 30, seed=2)
+    values = np.asarray(packed.unpack(np.float32))
+    assert values.shape == (2_000, 37)
+    assert set(np.unique(values)) == {0.0, 1.0, 2.0}  # no NaN: no missing code drawn
+    assert set(np.unique(plain)) == {0, 1, 2}
+    assert max(fake.draws) <= 4_000 and len(fake.draws) > 2
