@@ -28,7 +28,7 @@ from .dims import nan_hint
 from .layout import Layout
 from .result import SVDResult
 
-__all__ = ["svd", "exact", "compressed", "choose_method", "Labeling"]
+__all__ = ["svd", "exact", "compressed", "choose_method", "Labeling", "solve_matrix"]
 
 Dims = Hashable | Sequence[Hashable] | None
 Method = Literal["auto", "exact", "compressed"]
@@ -230,23 +230,28 @@ def compressed(
     k: int,
     **options,
 ) -> SVDResult:
-    """Rank-``k`` randomized SVD that reads the data ``n_power_iter + 1`` times.
+    """Rank-``k`` randomized SVD that reads the data until it has converged (8 times at most).
 
     Parameters
     ----------
     k : int
         Number of components.
-    n_power_iter : int, default 7
-        Iterations after the first pass; each is one more read of the data
-        (8 reads by default). Every component's estimated error is in
-        ``res.errors``.
+    n_power_iter : int, optional
+        A fixed number of iterations after the first pass; each is one more
+        read of the data. By default none is fixed: the passes stop as soon
+        as every component's estimated errors (``res.errors``) are below
+        ``1e-6`` (relative), after 8 reads at most, without a warning when
+        that cap is reached (``res.settings`` has ``passes`` and the
+        ``estimated_error`` reached). Lazy results (Dask, ``compute=False``)
+        read the data 8 times.
     n_oversamples : int, default 10
         Extra columns of the random sketch.
     tol : float, optional
         Instead of a fixed ``n_power_iter``: keep reading the data until the
         estimated relative error of every singular value and the relative
         residual of every component (``res.errors``) are below ``tol``, e.g.
-        ``1e-3``, or ``max_passes`` is reached, which warns.
+        ``1e-3``, or ``max_passes`` is reached, which warns (the default
+        stopping is ``tol=1e-6`` capped at 8 passes, without the warning).
         ``res.settings["passes"]`` says how many passes it took.
     max_passes : int, default 20
         With ``tol``: the most reads of the data.
@@ -292,12 +297,28 @@ def _run(obj, k, method: str, options: tuple) -> SVDResult:
             a, w, missing=read.missing, negative_missing=read.negative_missing
         )
         units = preprocess.standardized_units(units, obj)
+    return solve_matrix(layout, a, k, method, options, weights=w, units=units)
+
+
+def solve_matrix(
+    layout: Layout, a, k, method: str, options: tuple, *, weights=None, units=None, locate=None
+) -> SVDResult:
+    """Solve the (samples x features) matrix ``a`` of ``layout``: the end of every entry point.
+
+    ``options`` are the ``(Labeling, Preprocessing, CompressedOptions)``
+    objects; ``weights`` the feature weights as a vector, standardization
+    already folded in; ``locate`` names features in errors (default:
+    ``layout.feature_locator()``). Used by :func:`svd` and by the Dataset
+    path (:mod:`xsvd.climate.multivariate`), which stacks several variables.
+    """
+    labeling, read, given = options
+    w = weights
     m, n = a.shape
     if method == "auto":
         method = choose_method(m, n, k)
     run = dict(
         weights=w,
-        locate=layout.feature_locator(),
+        locate=layout.feature_locator() if locate is None else locate,
         compute=labeling.compute,
         progress=labeling.progress,
         **as_kwargs(read),

@@ -1,0 +1,563 @@
+"""Multivariate (combined) EOF: one SVD of several fields at once (``Dataset.svd``).
+
+Every data variable of a Dataset (or every DataArray of a mapping) is read as
+its own (samples x features) matrix by its own :class:`~xsvd.labeled.layout.Layout`
+(features: its dims other than the sample dims, so the variables' grids may
+differ); the matrices are put side by side along one feature axis (lazily for
+Dask) and solved by the labeled pipeline (:func:`xsvd.labeled.api.solve_matrix`),
+as eofs' ``MultivariateEof`` does. :class:`Stacked` records where each
+variable's columns are and takes results apart again;
+:class:`~xsvd.climate.multivariate_result.MultivariateResult` gives them back
+per variable (``V``, ``mean``, ``reconstruct()`` as Datasets).
+
+Weights are per variable (a dict or a Dataset of them, each over that
+variable's feature dims); ``standardize=True`` divides every feature by its
+standard deviation; ``equal_variance=True`` then scales each variable to the
+same total (weighted) variance, a factor per variable folded into the
+weights, so ``reconstruct()`` and ``project()`` undo and apply it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..core import MissingValueError, backend
+from ..core.options import (
+    CompressedOptions,
+    Preprocessing,
+    check_flag,
+    split_options,
+    takes_options,
+)
+from ..labeled import api, preprocess
+from ..labeled import units as _units
+from ..labeled.dims import as_dims, default_sample_dim
+from ..labeled.layout import FeatureLocator, Layout
+from .multivariate_result import FEATURE, MultivariateResult
+
+__all__ = ["svd", "exact", "compressed", "Multivariate", "Stacked", "MultivariateResult"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Multivariate:
+    """The Dataset path's own option (the others are the DataArray path's).
+
+    Attributes
+    ----------
+    equal_variance : bool
+        Scale each variable so that its total (weighted) variance, the sum of
+        its features' variances over the samples (``ddof=0``, after weights
+        and ``standardize``), is 1 before the SVD.
+    """
+
+    equal_variance: bool = False
+
+    def __post_init__(self) -> None:
+        check_flag("equal_variance", self.equal_variance)
+
+
+_ANY = (api.Labeling, Multivariate, Preprocessing, CompressedOptions)
+_EXACT = (api.Labeling, Multivariate, Preprocessing)
+
+
+@takes_options(*_ANY)
+def svd(data, k: int | None = None, *, method: str = "auto", **options) -> MultivariateResult:
+    """Multivariate (combined) SVD of the data variables of a Dataset, solver chosen by shape.
+
+    Each data variable's dims other than ``dim`` are its features; the
+    variables' feature matrices are put side by side and decomposed together
+    (eofs' ``MultivariateEof``), so one ``U`` (the PCs) goes with a pattern
+    per variable in ``V``.
+
+    Parameters
+    ----------
+    data : xarray.Dataset or mapping of str to xarray.DataArray
+        The fields, NumPy- or Dask-backed, each with the sample dimension(s).
+        In a Dataset the variables share their sample coordinates; a mapping
+        (``{"sst": sst, "slp": slp}``) is checked for it. Variables may have
+        different grids (feature dims); in a mapping, feature dims of the
+        same name must have the same coordinates.
+    k : int, optional
+        Number of components; required when the compressed solver runs.
+    dim : str or sequence of str, optional
+        Sample dimension(s). Default: each variable's default (see
+        :func:`xsvd.svd`), which must be the same for all.
+    weights : dict, xarray.Dataset or xarray.DataArray, optional
+        Per-variable weights: ``{name: DataArray}`` or a Dataset with
+        variables of those names, each broadcast over that variable's
+        feature dims (e.g. ``xsvd.coslat_weights(ds["sst"])``); variables
+        without an entry are not weighted. A single DataArray weights every
+        variable. Finite and >= 0.
+    equal_variance : bool, default False
+        Scale each variable to a total (weighted) variance of 1 before the
+        SVD (``ddof=0``, over the values present, after ``weights`` and
+        ``standardize``), so a field with large values does not dominate.
+        The factors are ``res.scales``; ``reconstruct()`` and ``project()``
+        undo and apply them. Dask data are read once more (not with
+        ``standardize=True``, whose read gives them).
+    method, center, standardize, missing, negative_missing, device, compute, progress
+        As for :func:`xsvd.svd`, applied to every variable.
+    n_power_iter, n_oversamples, seed, dtype, krylov, tol, max_passes
+        Compressed solver only; see :func:`xsvd.compressed`.
+
+    Returns
+    -------
+    MultivariateResult
+        Unpacks as ``U, S, V``, ``V`` a Dataset of per-variable patterns.
+
+    Examples
+    --------
+    >>> import xarray as xr, xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24)
+    >>> ds = xr.Dataset({"sst": sst, "sst_coarse": sst.coarsen(lat=2, lon=2).mean()
+    ...     .rename(lat="lat2", lon="lon2")})
+    >>> res = ds.svd(k=3, dim="time", center=True, equal_variance=True)
+    >>> res.U.dims, res.V["sst_coarse"].dims
+    (('time', 'component'), ('component', 'lat2', 'lon2'))
+    """
+    if method not in ("auto", "exact", "compressed"):
+        raise ValueError(f"method must be 'auto', 'exact' or 'compressed', got {method!r}.")
+    return _run(data, k, method, split_options(options, _ANY, "svd"))
+
+
+@takes_options(*_EXACT)
+def exact(data, *, k: int | None = None, **options) -> MultivariateResult:
+    """Exact multivariate SVD, optionally truncated to ``k``; see :func:`svd`.
+
+    Examples
+    --------
+    >>> import xarray as xr, xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=30, n_lat=6, n_lon=12)
+    >>> res = xr.Dataset({"a": sst, "b": 2 * sst}).svd.exact(dim="time", center=True)
+    >>> res.S.sizes["component"]
+    30
+    """
+    options = (*split_options(options, _EXACT, "exact"), CompressedOptions())
+    return _run(data, k, "exact", options)
+
+
+@takes_options(*_ANY)
+def compressed(data, k: int, **options) -> MultivariateResult:
+    """Randomized rank-``k`` multivariate SVD; see :func:`svd` and :func:`xsvd.compressed`.
+
+    Examples
+    --------
+    >>> import xarray as xr, xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24)
+    >>> res = xr.Dataset({"a": sst, "b": sst**2}).svd.compressed(2, dim="time", seed=0)
+    >>> res.method
+    'compressed'
+    """
+    return _run(data, k, "compressed", split_options(options, _ANY, "compressed"))
+
+
+def _run(data, k, method: str, options: tuple) -> MultivariateResult:
+    """validate -> stack each variable -> weights -> standardize -> equal variance -> solve."""
+    labeling, multi, read, given = options
+    stack = Stacked.from_data(data, labeling.dim)
+    variables = {
+        name: preprocess.move_dataarray(var, labeling.device)
+        for name, var in stack.variables(data).items()
+    }
+    a = stack.to_matrix(variables)
+    user = stack.weights_vector(labeling.weights)
+    w = user
+    if labeling.standardize:
+        w = preprocess.standardized_weights(
+            a, user, missing=read.missing, negative_missing=read.negative_missing
+        )
+    scales = None
+    if multi.equal_variance:
+        scales = stack.equal_variance_scales(a, user, w if labeling.standardize else None, read)
+        w = (np.ones(stack.n_features) if w is None else w) * stack.per_feature(scales)
+    try:
+        res = api.solve_matrix(
+            stack.layout,
+            a,
+            k,
+            method,
+            (replace(labeling, weights=None), read, given),
+            weights=w,
+            locate=stack.locate,
+        )
+    except MissingValueError as err:
+        hint = stack.gap_hint(variables)
+        if hint is None:
+            raise
+        raise MissingValueError(f"{err} {hint}").with_traceback(err.__traceback__) from None
+    return MultivariateResult(res, stack, scales=scales)
+
+
+@dataclass(frozen=True)
+class Stacked:
+    """How the variables of a Dataset map to the columns of one (samples x features) matrix.
+
+    ``names`` in order, each variable's :class:`~xsvd.labeled.layout.Layout`
+    and first column (``offsets``), and ``layout``: the combined matrix's
+    layout, the sample dims with one feature dim ``FEATURE`` of all columns.
+    """
+
+    names: tuple
+    layouts: dict
+    offsets: tuple
+    layout: Layout
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def from_data(cls, data, dim=None) -> Stacked:
+        variables = _as_variables(data)
+        names = tuple(variables)
+        sample_dims = _sample_dims(variables, dim)
+        layouts = {}
+        for name, var in variables.items():
+            _check_variable(name, var, sample_dims)
+            layouts[name] = Layout.from_dataarray(var, sample_dims)
+        first = names[0]
+        if not isinstance(data, xr.Dataset):  # a Dataset has one coordinate per dim already
+            _check_shared(variables, layouts, first, sample_dims)
+        L = layouts[first]
+        offsets = tuple(np.cumsum([0] + [layouts[n].n_features for n in names])[:-1].tolist())
+        total = sum(layouts[name].n_features for name in names)
+        combined = Layout(
+            name=", ".join(str(name) for name in names),
+            dims=(*sample_dims, FEATURE),
+            sample_dims=sample_dims,
+            feature_dims=(FEATURE,),
+            sizes={**{d: L.sizes[d] for d in sample_dims}, FEATURE: total},
+            coords=_coords_on(L, sample_dims),
+            attrs=dict(data.attrs) if isinstance(data, xr.Dataset) else {},
+        )
+        return cls(names, layouts, offsets, combined)
+
+    @property
+    def n_features(self) -> int:
+        return self.layout.sizes[FEATURE]
+
+    def span(self, name) -> slice:
+        """The columns of variable ``name`` in the combined matrix."""
+        start = self.offsets[self.names.index(name)]
+        return slice(start, start + self.layouts[name].n_features)
+
+    def variables(self, data) -> dict:
+        """The decomposed variables of ``data`` (a Dataset or mapping), in order."""
+        variables = _as_variables(data)
+        return {name: variables[name] for name in self.names}
+
+    # --------------------------------------------------------------- matrix
+    def to_matrix(self, variables: Mapping):
+        """The variables' matrices side by side (Dask: lazily, rows chunked as the first's)."""
+        mats = []
+        for name in self.names:
+            var = variables[name]
+            if _units.is_quantity(var.data):
+                raise TypeError(
+                    f"Variable {name!r} is quantified with pint; the multivariate SVD takes "
+                    "plain data. Dequantify first (`ds.pint.dequantify()`): each variable's "
+                    "`units` attribute is kept on its mean and reconstruction."
+                )
+            if var.dtype.kind not in "biuf":
+                raise TypeError(
+                    f"Variable {name!r} holds {var.dtype} values, not numbers. Select the "
+                    f"fields to decompose, e.g. `ds[{list(self.names[:2])!r}]`, or drop it "
+                    f"(`ds.drop_vars({name!r})`)."
+                )
+            mats.append(self.layouts[name].to_matrix(var))
+        return concatenate_columns(mats)
+
+    def weights_vector(self, weights) -> np.ndarray | None:
+        """The per-variable weights as one vector over the columns (None: unweighted)."""
+        if weights is None:
+            return None
+        if isinstance(weights, xr.Dataset):
+            given = dict(weights.data_vars)
+        elif isinstance(weights, Mapping):
+            given = dict(weights)
+        else:  # one DataArray (or number) for every variable
+            given = dict.fromkeys(self.names, weights)
+        unknown = [name for name in given if name not in self.layouts]
+        if unknown:
+            raise ValueError(
+                f"weights are given for {unknown[0]!r}, which is not one of the decomposed "
+                f"variables {list(self.names)}. Key the weights by variable name, e.g. "
+                f"`weights={{{self.names[0]!r}: xsvd.coslat_weights(ds[{self.names[0]!r}])}}`."
+            )
+        vectors = []
+        for name in self.names:
+            L = self.layouts[name]
+            try:
+                w = preprocess.weights_vector(L, given.get(name))
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"weights of variable {name!r}: {err}") from None
+            vectors.append(np.ones(L.n_features) if w is None else w)
+        return np.concatenate(vectors)
+
+    def equal_variance_scales(self, a, weights, standardized, read) -> dict:
+        """Each variable's factor ``1 / sqrt(total weighted variance)``.
+
+        ``standardized``: the weights with the standard deviations folded in
+        (then each varying feature's weighted variance is its weight squared,
+        no read); otherwise the standard deviations are read here.
+        """
+        w = np.ones(self.n_features) if weights is None else np.asarray(weights)
+        if standardized is not None:
+            spread = np.where(np.asarray(standardized) != 0, w, 0.0)
+        else:
+            inv = preprocess.standardized_weights(
+                a, None, missing=read.missing, negative_missing=read.negative_missing
+            )
+            with np.errstate(divide="ignore", over="ignore"):
+                spread = np.where(inv > 0, w / np.where(inv > 0, inv, 1.0), 0.0)
+        scales = {}
+        for name in self.names:
+            part = np.abs(spread[self.span(name)])
+            top = part.max(initial=0.0)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                norm = top * np.sqrt(np.sum((part / top) ** 2)) if top > 0 else 0.0
+                scale = 1.0 / norm
+            if not (np.isfinite(norm) and norm > 0 and np.isfinite(scale)):
+                raise ValueError(
+                    f"equal_variance=True: variable {name!r} has a total (weighted) variance "
+                    f"of {norm**2:.3g}, which cannot be scaled to 1 (every feature constant, "
+                    "all-NaN, of weight 0, or values out of range). Drop the variable "
+                    f"(`ds.drop_vars({name!r})`) or pass equal_variance=False."
+                )
+            scales[name] = float(scale)
+        return scales
+
+    def per_feature(self, per_variable: Mapping) -> np.ndarray:
+        """A value per variable, repeated over its columns."""
+        return np.concatenate(
+            [np.full(self.layouts[n].n_features, float(per_variable[n])) for n in self.names]
+        )
+
+    def gap_hint(self, variables: Mapping) -> str | None:
+        """Advice for a NaN error when a variable is NaN at every feature at some samples.
+
+        That is what a Dataset of fields covering different periods holds
+        (xarray fills the gaps with NaN). In-memory NumPy data only.
+        """
+        for name in self.names:
+            L = self.layouts[name]
+            x = variables[name].data
+            if not isinstance(x, np.ndarray) or x.dtype.kind not in "fc":
+                continue
+            empty = np.isnan(L.to_matrix(variables[name])).all(axis=1)
+            if empty.any() and not empty.all():
+                dims = L.sample_dims
+                where = FeatureLocator(dims, L.sample_shape, L.index_values(dims))(
+                    np.flatnonzero(empty)
+                )
+                return (
+                    f"Variable {name!r} is NaN at every feature at {int(empty.sum())} of "
+                    f"{L.n_samples} samples ({where}): do the variables cover different "
+                    f"{dims[0]!r} ranges? A Dataset fills the gaps with NaN. Decompose the "
+                    f"common range, e.g. pass the fields aligned: `xr.Dataset(dict(zip(names, "
+                    f"xr.align(*fields, join='inner'))))`."
+                )
+        return None
+
+    def locate(self, idx) -> str:
+        """Names flat column indices as ``sst (lat=-12.5, lon=180.0)`` in error messages."""
+        idx = np.asarray(idx)
+        parts = []
+        starts = np.asarray(self.offsets)
+        for flat in idx[:5]:
+            i = int(np.searchsorted(starts, int(flat), side="right")) - 1
+            name = self.names[i]
+            where = self.layouts[name].feature_locator()(np.asarray([int(flat) - starts[i]]))
+            parts.append(f"{name} {where}")
+        more = f" and {idx.size - 5} more" if idx.size > 5 else ""
+        return ", ".join(parts) + more
+
+    # --------------------------------------------------------------- labels
+    def split(self, x: xr.DataArray, *, name_attrs: bool = False) -> dict:
+        """A DataArray over ``FEATURE`` -> one DataArray per variable over its feature dims.
+
+        ``name_attrs``: give each the variable's dims order and attributes
+        (for data-like results: the mean, the reconstruction).
+        """
+        others = [d for d in x.dims if d != FEATURE]
+        x = x.transpose(*others, FEATURE)
+        keep = {c: v for c, v in x.coords.items() if FEATURE not in v.dims}
+        out = {}
+        for name in self.names:
+            L = self.layouts[name]
+            block = x.data[..., self.span(name)]
+            data = block.reshape(*block.shape[:-1], *L.feature_shape)
+            coords = {**keep, **_coords_on(L, L.feature_dims)}
+            part = xr.DataArray(
+                data, dims=(*others, *L.feature_dims), coords=coords, attrs=dict(x.attrs)
+            )
+            if name_attrs:
+                order = [d for d in L.dims if d in part.dims]
+                part = part.transpose(*order, ...)
+                part.attrs = dict(L.attrs)
+            out[name] = part.rename(name)
+        return out
+
+    def combined_new(self, other) -> xr.DataArray:
+        """New data with every variable's features, as one DataArray over (samples, FEATURE)."""
+        variables = _as_variables(other)
+        lacking = [name for name in self.names if name not in variables]
+        if lacking:
+            raise ValueError(
+                f"The new data lack the variable {lacking[0]!r}; project() needs every "
+                f"decomposed variable {list(self.names)} (with their feature dims)."
+            )
+        mats, first = [], None
+        for name in self.names:
+            L = self.layouts[name]
+            var = _units.magnitude_in(variables[name], None, L.attrs)
+            X, sample_dims, shape, coords = L.samples_matrix(var)
+            if first is None:
+                first = (name, sample_dims, shape, coords)
+            elif (sample_dims, shape) != first[1:3] or not _same_coords(coords, first[3]):
+                mine = dict(zip(sample_dims, shape, strict=True))
+                theirs = dict(zip(first[1], first[2], strict=True))
+                raise ValueError(
+                    f"In the new data, variable {name!r} has samples {mine} but {first[0]!r} "
+                    f"has {theirs} (or other labels). "
+                    "Every variable needs the same samples: align them first, e.g. "
+                    "`xr.align(*variables, join='inner')`."
+                )
+            mats.append(X)
+        _, sample_dims, shape, coords = first
+        matrix = concatenate_columns(mats)
+        return xr.DataArray(
+            matrix.reshape(*shape, self.n_features),
+            dims=(*sample_dims, FEATURE),
+            coords=coords,
+        )
+
+
+def concatenate_columns(mats: list):
+    """Matrices with the same rows side by side: NumPy/CuPy, or lazily for Dask.
+
+    Dask matrices are rechunked along the rows to the first Dask one's row
+    chunks (each block of rows then holds every variable), NumPy ones wrapped
+    with those chunks. Where no matrix is chunked along its features (fields
+    chunked along time, as usual), each block of rows becomes one chunk of all
+    the columns, so the solver streams stripes of samples as it does for one
+    field (a block of rows of every variable at a time, never a whole field).
+    """
+    if len(mats) == 1:
+        return mats[0]
+    lazy = [m for m in mats if backend.is_dask(m)]
+    if not lazy:
+        return backend.namespace(mats[0]).concatenate(mats, axis=1)
+    import dask.array as da
+
+    rows = lazy[0].chunks[0]
+    parts = []
+    for m in mats:
+        if not backend.is_dask(m):
+            m = da.from_array(m, chunks=(rows, -1))
+        elif m.chunks[0] != rows:
+            m = m.rechunk({0: rows})
+        parts.append(m)
+    out = da.concatenate(parts, axis=1)
+    if all(m.numblocks[1] == 1 for m in parts):
+        out = out.rechunk({1: -1})
+    return out
+
+
+# ------------------------------------------------------------------ checks
+def _as_variables(data) -> dict:
+    if isinstance(data, xr.Dataset):
+        if not data.data_vars:
+            raise ValueError(
+                "The Dataset has no data variables to decompose (only coordinates). Add the "
+                "fields as data variables, e.g. `xr.Dataset({'sst': sst, 'slp': slp})`."
+            )
+        return {name: data[name] for name in data.data_vars}
+    if (
+        isinstance(data, Mapping)
+        and data
+        and all(isinstance(v, xr.DataArray) for v in data.values())
+    ):
+        return dict(data)
+    raise TypeError(
+        "The multivariate SVD takes an xarray.Dataset (or a non-empty dict of DataArrays), "
+        f"got {type(data).__name__}. For one field use `da.svd(...)`."
+    )
+
+
+def _sample_dims(variables: dict, dim) -> tuple:
+    if dim is not None:
+        return as_dims(dim)
+    chosen = {}
+    for name, var in variables.items():
+        try:
+            chosen[name] = default_sample_dim(var)
+        except ValueError as err:
+            raise ValueError(f"Variable {name!r}: {err}") from None
+    if len(set(chosen.values())) > 1:
+        raise ValueError(
+            f"dim was not given, and the variables' default sample dimensions differ: "
+            f"{chosen}. Pass the sample dimension(s) they share, e.g. "
+            f"dim={next(iter(chosen.values()))!r}."
+        )
+    return (next(iter(chosen.values())),)
+
+
+def _check_variable(name, var: xr.DataArray, sample_dims: tuple) -> None:
+    lacking = [d for d in sample_dims if d not in var.dims]
+    if lacking:
+        raise ValueError(
+            f"Variable {name!r} has no sample dimension {lacking[0]!r} (its dims are "
+            f"{var.dims}). Every variable must have the sample dimension(s) {sample_dims}: "
+            f"drop it (`ds.drop_vars({name!r})`), or pass the dim the variables share."
+        )
+    if all(d in sample_dims for d in var.dims):
+        raise ValueError(
+            f"Variable {name!r} has only the sample dimension(s) {var.dims}, so no features. "
+            f"Drop it (`ds.drop_vars({name!r})`), or give it a feature dimension "
+            f"(`ds[{name!r}].expand_dims('point')`)."
+        )
+
+
+def _check_shared(variables: dict, layouts: dict, first, sample_dims) -> None:
+    """A mapping's variables: equal sample coordinates; same-named feature dims agree."""
+    ref = variables[first]
+    for name, var in variables.items():
+        for d in sample_dims:
+            if var.sizes[d] != ref.sizes[d] or not _same_index(var, ref, d):
+                raise ValueError(
+                    f"Variable {name!r} has other {d!r} labels than {first!r} (sizes "
+                    f"{var.sizes[d]} and {ref.sizes[d]}). All variables must share the sample "
+                    f"coordinates: align them first, e.g. `{first}, {name} = "
+                    f"xr.align({first}, {name}, join='inner')`, or select the same {d!r}."
+                )
+    seen: dict[Hashable, Any] = {}
+    for name, var in variables.items():
+        for d in layouts[name].feature_dims:
+            if d in seen and (
+                var.sizes[d] != seen[d][1].sizes[d] or not _same_index(var, seen[d][1], d)
+            ):
+                raise ValueError(
+                    f"Variables {seen[d][0]!r} and {name!r} both have a feature dimension "
+                    f"{d!r}, with different coordinates (different grids). Rename one, e.g. "
+                    f"`{name}.rename({d}='{d}_{name}')`, so the patterns can share a Dataset."
+                )
+            seen.setdefault(d, (name, var))
+
+
+def _same_index(a: xr.DataArray, b: xr.DataArray, d) -> bool:
+    if d in a.indexes and d in b.indexes:
+        return a.indexes[d].equals(b.indexes[d])
+    return True
+
+
+def _same_coords(a: dict, b: dict) -> bool:
+    shared = set(a) & set(b)
+    return all(a[c].dims == b[c].dims and a[c].equals(b[c]) for c in shared)
+
+
+def _coords_on(layout: Layout, dims) -> dict:
+    dims = set(dims)
+    return {c: v for c, v in layout.coords.items() if set(v.dims) <= dims}

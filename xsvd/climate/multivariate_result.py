@@ -1,0 +1,267 @@
+"""The result of a multivariate SVD: one ``U`` and ``S``, a pattern per variable.
+
+:class:`MultivariateResult` wraps the :class:`~xsvd.SVDResult` of the
+combined matrix (all variables' features along one dim, ``FEATURE``) and
+gives back per-variable Datasets through
+:meth:`xsvd.climate.multivariate.Stacked.split`: ``V``, ``mean``, the
+weights, ``eofs()`` and ``reconstruct()``. Everything else (``U``, ``S``,
+explained variance, errors, eigenvalues, PCs, projection) is the combined
+result's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import xarray as xr
+
+from ..labeled.layout import COMPONENT
+
+if TYPE_CHECKING:
+    from ..labeled.result import SVDResult
+    from .multivariate import Stacked
+
+__all__ = ["MultivariateResult", "FEATURE"]
+
+#: The one feature dimension of the combined matrix (every variable's features).
+FEATURE = "stacked_feature"
+
+
+class MultivariateResult:
+    """Labeled multivariate (combined) SVD of several fields: ``U, S, V = res``.
+
+    The variables' (centered, weighted) matrices side by side,
+    ``B = [B_1, B_2, ...] ≈ U diag(S) [V_1, V_2, ...]``, as eofs'
+    ``MultivariateEof``: one set of sample scores (PCs) for all variables and
+    a pattern per variable.
+
+    Attributes
+    ----------
+    U : xarray.DataArray
+        Left singular vectors (sample scores), dims ``(*dim, "component")``.
+    S : xarray.DataArray
+        Singular values, dims ``("component",)``, in decreasing order.
+    V : xarray.Dataset
+        Right singular vectors: one variable per input variable, dims
+        ``("component", *its feature dims)``, NaN at features that are NaN
+        at every sample of it. Together (all variables) each component has
+        unit norm.
+    method : {"exact", "compressed"}
+        Which solver ran.
+    settings : dict
+        The solver settings; ``equal_variance`` is True when the variables
+        were scaled (factors in :attr:`scales`).
+
+    Examples
+    --------
+    >>> import xarray as xr, xsvd
+    >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
+    >>> ds = xr.Dataset({"sst": sst, "sst2": (sst**2).rename(lat="y", lon="x")})
+    >>> U, S, V = ds.svd(k=2, dim="time", center=True)
+    >>> list(V.data_vars), V["sst2"].dims
+    (['sst', 'sst2'], ('component', 'y', 'x'))
+    """
+
+    def __init__(self, result: SVDResult, stack: Stacked, *, scales: dict | None = None):
+        self._result = result
+        self._stack = stack
+        self._scales = scales
+        self.method = result.method
+        self.settings = dict(result.settings)
+        if scales is not None:
+            self.settings["equal_variance"] = True
+        self.center = result.center
+        self.U = result.U
+        self.S = result.S
+        self.V = self._dataset(result.V, "right singular vectors (feature patterns) of {}")
+
+    # ------------------------------------------------------------ protocol
+    def __iter__(self):
+        return iter((self.U, self.S, self.V))
+
+    def __len__(self) -> int:
+        return 3
+
+    def __repr__(self) -> str:
+        L = self._stack.layout
+        k = self.S.sizes[COMPONENT]
+        lazy = " (lazy)" if self._result.decomposition.lazy_parts() else ""
+        features = {
+            name: dict(zip(layout.feature_dims, layout.feature_shape, strict=True))
+            for name, layout in self._stack.layouts.items()
+        }
+        return (
+            f"<xsvd.MultivariateResult{lazy}: method={self.method!r}, k={k}, "
+            f"samples={dict((d, L.sizes[d]) for d in L.sample_dims)}, features={features}, "
+            f"center={self.center}, equal_variance={self._scales is not None}>"
+        )
+
+    def _dataset(self, x: xr.DataArray, long_name: str | None = None) -> xr.Dataset:
+        parts = self._stack.split(x)
+        if long_name is not None:
+            for name, part in parts.items():
+                part.attrs = {"long_name": long_name.format(name)}
+        return xr.Dataset(parts)
+
+    def _with(self, result: SVDResult) -> MultivariateResult:
+        return MultivariateResult(result, self._stack, scales=self._scales)
+
+    # ------------------------------------------------------ public interface
+    @property
+    def result(self) -> SVDResult:
+        """The SVD of the combined matrix (one feature dim ``"stacked_feature"``)."""
+        return self._result
+
+    @property
+    def variables(self) -> tuple:
+        """The names of the decomposed variables, in the order of the combined matrix."""
+        return self._stack.names
+
+    @property
+    def stacked(self) -> Stacked:
+        """Where each variable's features are in the combined matrix (read-only)."""
+        return self._stack
+
+    @property
+    def sample_dims(self) -> tuple:
+        """The sample dimension(s): the rows of the decomposed matrix."""
+        return self._stack.layout.sample_dims
+
+    @property
+    def n_samples(self) -> int:
+        """The number of samples (rows of the matrix)."""
+        return self._stack.layout.n_samples
+
+    @property
+    def singular_values(self) -> xr.DataArray:
+        """``S`` as plain numbers."""
+        return self._result.singular_values
+
+    # ------------------------------------------------------------ dask
+    def compute(self, *, progress: bool = False, **kwargs) -> MultivariateResult:
+        """A computed copy of a lazy result; see :meth:`xsvd.SVDResult.compute`."""
+        return self._with(self._result.compute(progress=progress, **kwargs))
+
+    def persist(self, **kwargs) -> MultivariateResult:
+        """A copy whose lazy parts are computed and kept in (cluster) memory."""
+        return self._with(self._result.persist(**kwargs))
+
+    def as_numpy(self) -> MultivariateResult:
+        """A copy in host memory (see :meth:`xsvd.SVDResult.as_numpy`)."""
+        return self._with(self._result.as_numpy())
+
+    def as_cupy(self) -> MultivariateResult:
+        """A copy on the GPU (see :meth:`xsvd.SVDResult.as_cupy`)."""
+        return self._with(self._result.as_cupy())
+
+    # ------------------------------------------------------------- derived
+    @property
+    def mean(self) -> xr.Dataset | None:
+        """Each variable's per-feature mean that was removed (None when not centering)."""
+        mean = self._result.mean
+        if mean is None:
+            return None
+        out = self._dataset(mean)
+        for name in self._stack.names:
+            units = self._stack.layouts[name].attrs.get("units")
+            out[name].attrs = {} if units is None else {"units": units}
+        return out
+
+    @property
+    def weights(self) -> xr.Dataset | None:
+        """The weights as the solver used them, per variable (with the standard
+        deviations of ``standardize`` and the factors of ``equal_variance``), or None."""
+        w = self._result.weights
+        return None if w is None else self._dataset(w)
+
+    @property
+    def scales(self) -> xr.DataArray | None:
+        """``equal_variance=True``: each variable's factor ``1 / sqrt(total variance)``
+        (dims ``("variable",)``), folded into :attr:`weights`; else None."""
+        if self._scales is None:
+            return None
+        names = list(self._stack.names)
+        return xr.DataArray(
+            np.array([self._scales[n] for n in names]),
+            dims=("variable",),
+            coords={"variable": names},
+            name="scales",
+            attrs={"long_name": "factor that gave each variable a total variance of 1"},
+        )
+
+    @property
+    def total_variance(self) -> xr.DataArray:
+        """Sum of squares of the centered, weighted (combined) data."""
+        return self._result.total_variance
+
+    @property
+    def explained_variance_ratio(self) -> xr.DataArray:
+        """Each component's share of the total variance of all variables together."""
+        return self._result.explained_variance_ratio
+
+    @property
+    def errors(self) -> xr.Dataset:
+        """Estimated errors of every component; see :attr:`xsvd.SVDResult.errors`."""
+        return self._result.errors
+
+    # ---------------------------------------------------------- statistics
+    def eigenvalues(self, *, ddof: int = 1) -> xr.DataArray:
+        """``S**2 / (n - ddof)``, eofs' ``MultivariateEof.eigenvalues()``."""
+        return self._result.eigenvalues(ddof=ddof)
+
+    def pcs(self, *, scaling: str | int = "singular", ddof: int = 1) -> xr.DataArray:
+        """The PCs, scaled as eofs' ``pcscaling``; see :func:`xsvd.statistics.pcs`."""
+        return self._result.pcs(scaling=scaling, ddof=ddof)
+
+    def eofs(
+        self, *, scaling: str | int = "none", ddof: int = 1, unweighted: bool = False
+    ) -> xr.Dataset:
+        """The EOFs per variable, scaled as eofs' ``eofscaling``; see :func:`xsvd.statistics.eofs`.
+
+        ``unweighted=True`` divides the weights (and the factors of
+        ``standardize`` and ``equal_variance``) back out.
+        """
+        out = self._result.eofs(scaling=scaling, ddof=ddof, unweighted=unweighted)
+        return self._dataset(out, f"{out.attrs['long_name']} of {{}}")
+
+    def north_errors(self, *, ddof: int = 1, ratio: bool = False) -> xr.DataArray:
+        """North et al. (1982) typical errors of the eigenvalues; see
+        :meth:`xsvd.SVDResult.north_errors`."""
+        return self._result.north_errors(ddof=ddof, ratio=ratio)
+
+    # ------------------------------------------------------------ rebuild
+    def reconstruct(self, k: int | None = None) -> xr.Dataset:
+        """The rank-k approximation of every variable, labeled like the input.
+
+        Weights, ``standardize``, ``equal_variance`` and centering are undone;
+        features with weight 0 and all-NaN features come back as NaN.
+
+        Parameters
+        ----------
+        k : int, optional
+            Use only the first ``k`` components (default: all computed).
+        """
+        X = self._result.reconstruct(k)
+        parts = self._stack.split(X, name_attrs=True)
+        return xr.Dataset(parts, attrs=dict(self._stack.layout.attrs))
+
+    def project(self, other, *, missing: str | None = None) -> xr.DataArray:
+        """Component scores of new data with the same variables and features.
+
+        On the scale of ``U``: projecting the decomposed data gives ``U`` back.
+
+        Parameters
+        ----------
+        other : xarray.Dataset or mapping of str to xarray.DataArray
+            Every decomposed variable, with its feature dims (same sizes and
+            coordinates), and any sample dimensions shared by all.
+        missing : {None, "mean"}
+            See :meth:`xsvd.SVDResult.project`.
+
+        Returns
+        -------
+        xarray.DataArray
+            Dims ``(*sample_dims_of_other, "component")``.
+        """
+        return self._result.project(self._stack.combined_new(other), missing=missing)
