@@ -84,7 +84,7 @@ def main(argv=None):
         inner(eofs, eofs) * inner(modes.patterns, modes.patterns)
     )
     print("\n|congruence| of the EOF patterns (V / weights) with the planted patterns:")
-    print("         " + "".join(f"  mode {m}" for m in range(n_modes)))
+    print("         " + "".join(f"  mode {m}" for m in modes["mode"].values))
     for c in range(n_modes):
         row = "".join(f"{abs(float(x)):8.3f}" for x in congruence.isel(component=c).values)
         print(f"  EOF {c + 1}:{row}")

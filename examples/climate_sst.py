@@ -78,7 +78,7 @@ def main(argv=None):
     for i in range(6):
         sep = "separated from the next" if separated[i] else "NOT separated from the next"
         print(
-            f"  component {i}: {float(lam[i]):7.3f} ± {float(err[i]):6.3f} degC**2  "
+            f"  EOF {i + 1}: {float(lam[i]):7.3f} ± {float(err[i]):6.3f} degC**2  "
             f"({100 * float(evr[i]):4.1f}% ± {100 * float(evr_err[i]):3.1f}%)  {sep}"
         )
 
@@ -90,7 +90,7 @@ def main(argv=None):
     print(f"\nPCs with unit variance: std (ddof=1) = {pcs.std('time', ddof=1).values[:3].round(6)}")
     nan_is_land = bool((corr.isnull().all("component") == land).all())
     print(f"correlation maps {dict(corr.sizes)}, NaN exactly over land: {nan_is_land}")
-    print(f"covariance maps in {cov.attrs['units']}: component 0 ranges {_range(cov[0])}")
+    print(f"covariance maps in {cov.attrs['units']}: EOF 1 ranges {_range(cov[0])}")
 
     # eofs' own results, for comparison (signs of EOFs are arbitrary: align them)
     from eofs.xarray import Eof
@@ -114,14 +114,15 @@ def main(argv=None):
     print(
         "Explained variance of the 4 leading components, unrotated / varimax / promax (%):\n  "
         + "\n  ".join(
-            f"component {i}: {100 * float(a):5.1f} {100 * float(b):5.1f} {100 * float(c):5.1f}"
+            f"EOF {i}: {100 * float(a):5.1f} {100 * float(b):5.1f} {100 * float(c):5.1f}"
             for i, (a, b, c) in enumerate(
                 zip(
                     evr[:4].values,
                     rot.explained_variance_ratio.values,
                     obl.explained_variance_ratio.values,
                     strict=True,
-                )
+                ),
+                start=1,
             )
         )
     )
@@ -156,13 +157,13 @@ def draw(res, err, corr, cov, rot, rot_corr, out: Path, *, small: bool) -> list[
     pct = 100 * res.explained_variance_ratio[:n]
     pct_err = 100 * res.north_errors(ratio=True)[:n]
     fig, ax = plt.subplots(figsize=(6, 3.4), layout="constrained")
-    ax.errorbar(np.arange(n), pct, yerr=pct_err, fmt="o", capsize=3)
-    ax.set(xlabel="component", ylabel="explained variance (%)", xticks=np.arange(n))
+    ax.errorbar(pct.component.values, pct.values, yerr=pct_err.values, fmt="o", capsize=3)
+    ax.set(xlabel="component", ylabel="explained variance (%)", xticks=pct.component.values)
     ax.set_title("Explained variance with North et al. (1982) typical errors")
     save(fig, "spectrum.png")
 
     # the PCs with unit variance, and the EOFs as correlation maps
-    save(res.plot.timeseries(n=3, scaling="unit"), "pcs.png")
+    save(res.plot.timeseries(n=3), "pcs.png")  # standardized: unit variance
     corr.attrs["long_name"] = "correlation of SST with the PC"
     save(res.plot.components(n=3, values=corr, vmin=-1, vmax=1), "eofs_correlation.png")
     if not small:
@@ -172,7 +173,7 @@ def draw(res, err, corr, cov, rot, rot_corr, out: Path, *, small: bool) -> list[
         rot_corr.attrs["long_name"] = "correlation of SST with the varimax PC"
         fig = rot.plot.components(n=4, values=rot_corr, vmin=-1, vmax=1)
         save(fig, "varimax_correlation.png")
-        fig = rot.plot.timeseries(n=4, scaling="unit")
+        fig = rot.plot.timeseries(n=4)
         fig.suptitle("Varimax-rotated principal components of SST")
         save(fig, "varimax_pcs.png")
     # [figures end]

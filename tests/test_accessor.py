@@ -85,7 +85,7 @@ def test_3d_round_trip_dims_coords_attrs(field3d):
     U, S, V = res
     assert U.dims == ("time", "component") and S.dims == ("component",)
     assert V.dims == ("component", "lat", "lon")
-    np.testing.assert_array_equal(U.component, np.arange(4))
+    np.testing.assert_array_equal(U.component, [1, 2, 3, 4])  # EOF1, PC1: from 1
     np.testing.assert_array_equal(U.month, field3d.month)  # non-dim coord on samples
     np.testing.assert_array_equal(V.region, field3d.region)  # 2-D non-dim coord on features
     np.testing.assert_array_equal(V.lon, field3d.lon)

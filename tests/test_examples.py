@@ -32,7 +32,7 @@ EXPECTED = {
     ],
     "climate_sst.py": [
         r"SST anomalies \{'time': 50, 'latitude': 18, 'longitude': 30\}; 90 of 540 cells are land",
-        r"component 0: +\d+\.\d+ ± +\d+\.\d+ degC\*\*2 +\(\d+\.\d% ± \d+\.\d%\)",
+        r"EOF 1: +\d+\.\d+ ± +\d+\.\d+ degC\*\*2 +\(\d+\.\d% ± \d+\.\d%\)",
         r"NOT separated from the next",
         r"NaN exactly over land: True",
         r"differences from eofs: eigenvalues \de-1\d, PCs \de-1\d, correlation maps \de-1\d",

@@ -499,7 +499,7 @@ def test_progress_shows_each_pass(capsys):
 def test_to_dataset_holds_everything_from_dataset_needs():
     sst, res = _result()
     ds = res.to_dataset()
-    assert ds.attrs["xsvd_format"] == 4 and ds.attrs["xsvd_method"] == "compressed"
+    assert ds.attrs["xsvd_format"] == 5 and ds.attrs["xsvd_method"] == "compressed"
     settings = json.loads(ds.attrs["xsvd_settings"])
     assert settings["n_power_iter"] == 2 and settings["center"] is True
     assert json.loads(ds.attrs["xsvd_layout"])["sample_dims"] == ["time"]
@@ -512,5 +512,5 @@ def test_to_dataset_holds_everything_from_dataset_needs():
     with pytest.raises(ValueError, match="not written by xsvd"):
         xsvd.SVDResult.from_dataset(sst.to_dataset())
     ds.attrs["xsvd_format"] = 2
-    with pytest.raises(ValueError, match="version 2 .* reads versions 3, 4"):
+    with pytest.raises(ValueError, match="version 2 .* reads versions 3, 4, 5"):
         xsvd.SVDResult.from_dataset(ds)

@@ -259,7 +259,7 @@ def test_k_selects_components_for_both_methods(unpruned):
     _, new, _, res, _ = unpruned
     lzw = xsvd.project_samples(res, new)
     first = xsvd.project_samples(res, new, k=3)
-    assert list(first.component.values) == [0, 1, 2] and first.attrs["method"] == "lzw"
+    assert list(first.component.values) == [1, 2, 3] and first.attrs["method"] == "lzw"
     np.testing.assert_allclose(first.values, lzw.values[:, :3])
     np.testing.assert_allclose(first.shrinkage, lzw.shrinkage[:3])
 

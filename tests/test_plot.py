@@ -79,7 +79,7 @@ def map_panels(fig):
         ax
         for ax in fig.axes
         if ax.get_visible()
-        and ax.get_title().startswith("component")
+        and ax.get_title().startswith("EOF ")
         and any(isinstance(c, QuadMesh) for c in ax.collections)
     ]
 
@@ -100,7 +100,7 @@ def test_scree_bars_line_labels(climate, tmp_path):
     assert "%" in ax.get_ylabel()
     assert "component" in ax.get_xlabel()
     assert "variance" in ax.get_title().lower()
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2", "3"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3", "4"]
     # one label per bar; the cumulative line starts on the first bar: its label is inside
     labels = [t for t in ax.texts if t.get_text()]
     assert len(labels) == K
@@ -130,7 +130,7 @@ def test_component_maps(climate, tmp_path):
     evr = climate.explained_variance_ratio.values
     for i, ax in enumerate(panels):
         title = ax.get_title()
-        assert f"component {i}" in title and "%" in title
+        assert title.startswith(f"EOF {i + 1} (") and "%" in title
         assert percent_in(title) == pytest.approx(100 * evr[i], rel=5e-3)
     # one shared colorbar, symmetric around 0
     mesh = panels[0].collections[0]
@@ -159,11 +159,11 @@ def test_component_maps_default_n_wrap_and_limits(climate):
     assert len(panels) == K  # all 4 (at most 6 by default)
     rows = {round(ax.get_position().y0, 3) for ax in panels}
     assert len(rows) == 2
-    robust = panels[0].collections[0].norm.vmax
-    plt.close("all")
-    fig = ResultPlotter(climate).components(robust=False)
-    full = map_panels(fig)[0].collections[0].norm.vmax
+    full = panels[0].collections[0].norm.vmax  # by default: nothing clipped
     assert full == pytest.approx(np.nanmax(np.abs(climate.V.values)))
+    plt.close("all")
+    fig = ResultPlotter(climate).components(robust=True)
+    robust = map_panels(fig)[0].collections[0].norm.vmax
     assert robust < full
     fig = ResultPlotter(climate).components(n=1, vmax=0.5)
     assert map_panels(fig)[0].collections[0].norm.vmin == -0.5
@@ -253,8 +253,8 @@ def test_plots_read_only_the_public_interface(weighted, sst):
     for a, b in zip(got.axes, want.axes, strict=True):
         np.testing.assert_array_equal(a.get_lines()[0].get_ydata(), b.get_lines()[0].get_ydata())
     assert ResultPlotter(public).scree().get_title() == "Explained variance of sst"
-    ax = ResultPlotter(public).scores(0, 1, hue="month")
-    assert ax.get_xlabel() == ResultPlotter(res).scores(0, 1).get_xlabel()
+    ax = ResultPlotter(public).scores(1, 2, hue="month")
+    assert ax.get_xlabel() == ResultPlotter(res).scores(1, 2).get_xlabel()
 
 
 def test_unweighted_of_an_unweighted_result_is_v(climate, sst):
@@ -297,7 +297,7 @@ def test_component_maps_of_given_values(weighted, sst, tmp_path):
     # components the result does not have get a title without a percentage
     more = xr.concat([corr, corr.isel(component=[0]).assign_coords(component=[9])], "component")
     titles = [ax.get_title() for ax in map_panels(res.plot.components(values=more, n=5))]
-    assert titles[-1] == "component 9" and "%" in titles[0]
+    assert titles[-1] == "EOF 9" and titles[0].startswith("EOF 1 (") and "%" in titles[0]
 
 
 def test_component_values_errors(climate, sst):
@@ -337,6 +337,57 @@ def test_map_grid_has_no_empty_panels(climate, sst, n, shape):
     for ax in lowest.values():
         assert "longitude" in ax.get_xlabel()
         assert any(t.get_visible() and t.get_text() for t in ax.get_xticklabels())
+
+
+def drawn_ratio(ax) -> float:
+    """Width over height of the axes as drawn (after its fixed aspect, if any)."""
+    ax.apply_aspect()
+    box = ax.get_position()
+    w, h = ax.figure.get_size_inches()
+    return box.width * w / (box.height * h)
+
+
+def test_lon_lat_maps_have_geographic_aspect(tmp_path):
+    """A global 2-degree map is drawn 2:1 (it was about 2.9:1), longitude across."""
+    field = xsvd.datasets.climate_field(24, 90, 180)  # 2-degree global grid
+    res = field.transpose("time", "lon", "lat").svd(k=2, dim="time", center=True)
+    fig = res.plot.components()
+    for ax in map_panels(fig):
+        assert drawn_ratio(ax) == pytest.approx(2.0, rel=0.02)
+        assert ax.get_aspect() == pytest.approx(1.0)
+        assert "longitude" in ax.get_xlabel() or not ax.get_xlabel()
+        assert ax.get_xlim() == pytest.approx((0.0, 360.0))
+    save(fig, tmp_path)
+    # a band of mid latitudes: a degree of latitude 1 / cos(45) as tall as one of longitude
+    band = field.sel(lat=slice(21, 69)).svd(k=1, dim="time", center=True)
+    (ax,) = map_panels(band.plot.components())
+    assert ax.get_aspect() == pytest.approx(1 / np.cos(np.deg2rad(45.0)))
+    assert drawn_ratio(ax) == pytest.approx(360 / (50 * np.sqrt(2)), rel=0.02)
+    # other dimensions keep the free aspect of xarray's plots
+    plain = field.rename(lat="y", lon="x")
+    plain = plain.assign_coords(y=plain.y.values, x=plain.x.values)  # no CF attributes
+    plain = plain.svd(k=1, dim="time", center=True)
+    (ax,) = map_panels(plain.plot.components())
+    assert ax.get_aspect() == "auto"
+
+
+def test_default_color_limits_keep_the_maximum():
+    """robust=True clipped the strongest cells (the El Nino tongue); the default does not."""
+    field = xsvd.datasets.climate_field(40, 18, 36)
+    peak = xr.zeros_like(field.isel(time=0, drop=True))
+    peak.loc[{"lat": field.lat[9], "lon": field.lon[24]}] = 1.0  # one strong cell
+    t = np.sin(np.arange(40) / 3.0)
+    spiked = field + 50.0 * xr.DataArray(t, dims="time") * peak
+    res = spiked.svd(k=2, dim="time", center=True)
+    fig = res.plot.components()
+    vmax = np.nanmax(np.abs(res.V.values))
+    for ax in map_panels(fig):
+        norm = ax.collections[0].norm
+        assert norm.vmax >= vmax * (1 - 1e-12) and norm.vmin <= -vmax * (1 - 1e-12)
+    cbar = [ax for ax in fig.axes if ax not in map_panels(fig)][0]
+    assert cbar.get_ylabel() == "pattern (V)"
+    clipped = res.plot.components(robust=True)
+    assert map_panels(clipped)[0].collections[0].norm.vmax < 0.5 * vmax
 
 
 def test_projection_without_cartopy_says_what_to_install(climate, monkeypatch):
@@ -386,16 +437,23 @@ def test_timeseries_panels(weighted, sst, tmp_path):
     assert isinstance(fig, Figure)
     assert len(fig.axes) == 3
     evr = res.explained_variance_ratio.values
+    n = res.U.sizes["time"]
     for i, ax in enumerate(fig.axes):
         (line,) = labeled_lines(ax)
-        np.testing.assert_allclose(line.get_ydata(), res.U.isel(component=i).values)
+        y = line.get_ydata()  # standardized by default: unit variance, not unit norm
+        np.testing.assert_allclose(y, res.U.isel(component=i).values * np.sqrt(n - 1))
+        assert np.std(y, ddof=1) == pytest.approx(1.0, rel=1e-10)
         np.testing.assert_array_equal(line.get_xdata(), sst.time.values)
         title = ax.get_title(loc="left")
-        assert title.startswith(f"component {i} (")
+        assert title.startswith(f"PC {i + 1} (")
         assert percent_in(title) == pytest.approx(100 * evr[i], rel=5e-3)
     assert fig.axes[-1].get_xlabel() == "time"
     assert fig.get_suptitle() == "Principal components of sst"
-    assert fig.get_supylabel() == "PC (U)"
+    assert fig.get_supylabel() == "PC (standardized)"
+    fig = ResultPlotter(res).timeseries(n=1, scaling="U")  # unit-norm U, on request
+    y = labeled_lines(fig.axes[0])[0].get_ydata()
+    np.testing.assert_allclose(y, res.U.isel(component=0).values)
+    assert np.sum(y**2) == pytest.approx(1.0) and "unit norm" in fig.axes[0].get_ylabel()
     save(fig, tmp_path)
 
 
@@ -407,7 +465,7 @@ def test_timeseries_scaling(weighted):
         y = labeled_lines(ax)[0].get_ydata()
         np.testing.assert_allclose(y, res.U.isel(component=i).values * np.sqrt(n - 1))
         assert np.std(y, ddof=1) == pytest.approx(1.0, rel=1e-10)  # centered data
-    assert "unit variance" in fig.get_supylabel()
+    assert "standardized" in fig.get_supylabel()
     fig = ResultPlotter(res).timeseries(n=2, scaling="singular")
     for i, ax in enumerate(fig.axes):
         y = labeled_lines(ax)[0].get_ydata()
@@ -425,7 +483,8 @@ def test_timeseries_overlay_and_given_axes(climate, genotype, gt, tmp_path):
     assert len(lines) == K
     texts = [t.get_text() for t in ax.get_legend().get_texts()]
     assert texts == [line.get_label() for line in lines] and all("%" in t for t in texts)
-    assert ax.get_ylabel() == "PC (U)" and ax.get_xlabel() == "time"
+    assert ax.get_ylabel() == "PC (standardized)" and ax.get_xlabel() == "time"
+    assert texts[0].startswith("PC 1 (")
     fig.canvas.draw()  # the legend is outside the axes: it covers no line
     r = fig.canvas.get_renderer()
     assert ax.get_legend().get_window_extent(r).x0 >= ax.get_window_extent(r).x1
@@ -464,20 +523,52 @@ def cftime_result(request, sst):
     return request.param, sst.assign_coords(time=time).svd(k=2, dim="time", center=True)
 
 
+def date_tick_labels(ax) -> list[str]:
+    ax.figure.canvas.draw()
+    return [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+
+
+#: A tick label of a date axis: "2001", "Apr", "2001-04", "2001-04-01", a day "25", a time
+#: "06:00" (never "2001.5").
+DATE_TICK = re.compile(r"^(\d{4}(-\d{2}){0,2}|[A-Z][a-z]{2}|\d{2}|\d{2}:\d{2})$")
+
+
 def test_timeseries_cftime_without_nc_time_axis(cftime_result, monkeypatch, tmp_path):
     calendar, res = cftime_result
     monkeypatch.setitem(sys.modules, "nc_time_axis", None)
     fig = ResultPlotter(res).timeseries(n=2)
     x = labeled_lines(fig.axes[0])[0].get_xdata()
-    if calendar == "standard":  # real dates
-        np.testing.assert_array_equal(x[:2], np.array(["2000-01-01", "2000-02-01"], "M8[ns]"))
-        assert fig.axes[-1].get_xlabel() == "time"
-    else:  # decimal years of that calendar
-        # day of the year of Feb 1 and Mar 1, over the days of the year
-        (feb, mar), days = ((31, 59), 365) if calendar == "noleap" else ((30, 60), 360)
-        np.testing.assert_allclose(x[:3], [2000.0, 2000 + feb / days, 2000 + mar / days])
-        assert fig.axes[-1].get_xlabel() == f"time [years, {calendar} calendar]"
+    # dates with the same year, month and day, whatever the calendar
+    np.testing.assert_array_equal(
+        x[:2].astype("M8[D]"), np.array(["2000-01-01", "2000-02-01"], "M8[D]")
+    )
+    note = "" if calendar == "standard" else f" ({calendar} calendar)"
+    assert fig.axes[-1].get_xlabel() == f"time{note}"
+    labels = date_tick_labels(fig.axes[-1])  # dates, not decimal years ("2002.5")
+    assert labels and all(DATE_TICK.match(t) for t in labels), labels
+    fig.axes[-1].set_xlim(x[0], x[11])  # one year: months between the years
+    labels = date_tick_labels(fig.axes[-1])
+    assert all(DATE_TICK.match(t) for t in labels) and "Apr" in labels, labels
     save(fig, tmp_path)
+
+
+def test_timeseries_cftime_days_a_standard_year_lacks(sst, monkeypatch):
+    """360_day has February 30th: the dates keep their share of the year, in order."""
+    pytest.importorskip("cftime", reason="cftime dates need cftime: pip install cftime")
+    from xsvd.plot.lines import cftime_positions
+
+    monkeypatch.setitem(sys.modules, "nc_time_axis", None)
+    days = xr.date_range("2001-02-25", periods=10, freq="D", calendar="360_day", use_cftime=True)
+    x, note, dates = cftime_positions(np.asarray(days))
+    assert dates and note == "360_day calendar"
+    assert (np.diff(x) > np.timedelta64(0)).all()  # Feb 29, Feb 30, Mar 1 in order
+    # 54 days into the year of 360: 54.75 days into the year of 365, Feb 24 18:00
+    assert abs(x[0] - np.datetime64("2001-02-25")) < np.timedelta64(1, "D")
+    assert x[-1].astype("M8[M]") == np.datetime64("2001-03")
+    field = sst.isel(time=slice(0, 10)).assign_coords(time=days)
+    fig = ResultPlotter(field.svd(k=1, dim="time", center=True)).timeseries(n=1)
+    labels = date_tick_labels(fig.axes[0])
+    assert labels and all(DATE_TICK.match(t) for t in labels), labels
 
 
 def test_timeseries_cftime_with_nc_time_axis(cftime_result, tmp_path):
@@ -486,12 +577,14 @@ def test_timeseries_cftime_with_nc_time_axis(cftime_result, tmp_path):
     fig = ResultPlotter(res).timeseries(n=2, overlay=True)
     x = labeled_lines(fig.axes[0])[0].get_xdata()
     assert list(x) == list(res.U.time.values)
+    labels = date_tick_labels(fig.axes[0])
+    assert labels and all(DATE_TICK.match(t) for t in labels), labels
     save(fig, tmp_path)
 
 
 # ------------------------------------------------------------------ scores
 def test_scores_by_population(genotype, gt, tmp_path):
-    ax = ResultPlotter(genotype).scores(0, 1, hue="population")
+    ax = ResultPlotter(genotype).scores(1, 2, hue="population")
     assert isinstance(ax, Axes)
     cols = [c for c in ax.collections if isinstance(c, PathCollection)]
     assert len(cols) == 3
@@ -507,9 +600,9 @@ def test_scores_by_population(genotype, gt, tmp_path):
     np.testing.assert_allclose(pop1[:, 0], genotype.U.isel(component=0).values[mask])
     np.testing.assert_allclose(pop1[:, 1], genotype.U.isel(component=1).values[mask])
     evr = genotype.explained_variance_ratio.values
-    assert ax.get_xlabel().startswith("component 0 (")
+    assert ax.get_xlabel().startswith("PC1 (")  # as PLINK and papers name them
     assert percent_in(ax.get_xlabel()) == pytest.approx(100 * evr[0], rel=5e-3)
-    assert ax.get_ylabel().startswith("component 1 (") and "%" in ax.get_ylabel()
+    assert ax.get_ylabel().startswith("PC2 (") and "%" in ax.get_ylabel()
     # the legend sits outside the axes: it covers no point
     fig = ax.figure
     fig.canvas.draw()
@@ -519,13 +612,14 @@ def test_scores_by_population(genotype, gt, tmp_path):
 
 
 def test_scores_numeric_and_time_hue(climate, sst, tmp_path):
-    ax = ResultPlotter(climate).scores(1, 2, hue="month")
+    ax = ResultPlotter(climate).scores(2, 3, hue="month")
     (col,) = [c for c in ax.collections if isinstance(c, PathCollection)]
     assert len(col.get_offsets()) == sst.sizes["time"]
     np.testing.assert_array_equal(col.get_array(), sst.month.values)
     assert len(ax.figure.axes) == 2  # a colorbar
     assert "month" in ax.figure.axes[1].get_ylabel()
-    assert ax.get_xlabel().startswith("component 1 (")
+    assert ax.get_xlabel().startswith("PC2 (")
+    np.testing.assert_allclose(col.get_offsets()[:, 1], climate.U.isel(component=2).values)
     save(ax.figure, tmp_path)
     ax = ResultPlotter(climate).scores(hue="time")
     assert len(ax.figure.axes) == 2
@@ -545,10 +639,12 @@ def test_scores_errors(genotype, climate):
     p = ResultPlotter(genotype)
     with pytest.raises(ValueError, match="hue='pop'.*population"):
         p.scores(hue="pop")
-    with pytest.raises(ValueError, match="x must be a component"):
-        p.scores(x=K)
-    with pytest.raises(ValueError, match="y must be a component"):
+    with pytest.raises(ValueError, match="x must be a component label between 1 and 4"):
+        p.scores(x=K + 1)
+    with pytest.raises(ValueError, match="y must be a component.*got 1.0"):
         p.scores(y=1.0)
+    with pytest.raises(ValueError, match="components count from 1"):
+        p.scores(0, 1)
     rng = np.random.default_rng(0)
     da = xr.DataArray(rng.standard_normal((4, 5, 6)), dims=("a", "b", "f"))
     res = da.svd(k=2, dim=("a", "b"))

@@ -188,3 +188,40 @@ def test_saving_and_reopening_warn_about_nothing(sst, tmp_path):
                 xr.testing.assert_identical(a, b)
                 xr.testing.assert_identical(a, c)
     assert back.U.samples.dtype.kind == "U"  # text comes back as NumPy text, as it went in
+
+
+# ------------------------------------------------------- components from 1
+
+
+def _as_version_4(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` as version 4 of the saved form wrote it: the same, with components from 0."""
+    from xsvd.io import contents
+
+    ds = ds.assign_coords(component=ds["component"].values - 1)
+    ds.attrs["xsvd_format"] = 4
+    ds.attrs["xsvd_contents"] = json.dumps(contents.record(ds))
+    return ds
+
+
+@pytest.mark.parametrize("engine", ["zarr", "scipy"])
+def test_results_saved_with_components_from_0_open_with_components_from_1(
+    sst, res, tmp_path, engine
+):
+    assert list(res.S["component"].values) == [1, 2, 3]  # EOF1, PC1: as papers count
+    old = _as_version_4(res.to_dataset())
+    assert list(old["component"].values) == [0, 1, 2]
+    if engine == "zarr":
+        pytest.importorskip("zarr", reason='Zarr stores need zarr: pip install "xsvd[io]"')
+        path = tmp_path / "v4.zarr"
+        xsvd.io.write_store(old, path)
+    else:
+        path = tmp_path / "v4.nc"
+        old.to_netcdf(path, engine=engine)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = xsvd.open_result(path)
+    assert_same(res, back, sst)  # components 1, 2, 3 again, U, S, V the same
+    for part in (back.U, back.S, back.V, back.errors):
+        assert list(part["component"].values) == [1, 2, 3]
+    np.testing.assert_array_equal(back.V.sel(component=1), res.V.isel(component=0))
+    assert res.to_dataset().attrs["xsvd_format"] == 5

@@ -53,7 +53,7 @@ import xarray as xr
 
 from ..core import backend
 from ..labeled import units as _units
-from ..labeled.layout import COMPONENT
+from ..labeled.layout import COMPONENT, component_labels
 from . import statistics
 
 __all__ = ["RotatedResult", "rotate", "varimax", "promax"]
@@ -103,7 +103,7 @@ class RotatedResult(statistics.StatisticsMethods):
         self.method = settings["method"]
         self.settings = dict(settings)
         n = S.shape[0]
-        coord = {COMPONENT: np.arange(n)}
+        coord = {COMPONENT: component_labels(n)}
         name = base.layout.name if base.layout.name is not None else "data"
         s_attrs = {"long_name": f"norms of the rotated components of {name}"}
         if "units" in base.singular_values.attrs:
@@ -123,7 +123,7 @@ class RotatedResult(statistics.StatisticsMethods):
         self.pc_correlation = xr.DataArray(
             Tinv @ Tinv.T,
             dims=("component_i", "component_j"),
-            coords={"component_i": np.arange(n), "component_j": np.arange(n)},
+            coords={"component_i": component_labels(n), "component_j": component_labels(n)},
             name="pc_correlation",
             attrs={"long_name": "correlation of the rotated PCs"},
         )
@@ -322,7 +322,7 @@ def _rotate_scores(scores: xr.DataArray, T: xr.DataArray, name: str) -> xr.DataA
     """``scores @ inv(T).T``: unrotated scores (unit-norm scale) to rotated ones."""
     M = np.linalg.inv(np.asarray(T.values, dtype=np.float64)).T
     k = M.shape[0]
-    M = xr.DataArray(M, dims=(UNROTATED, COMPONENT), coords={COMPONENT: np.arange(k)})
+    M = xr.DataArray(M, dims=(UNROTATED, COMPONENT), coords={COMPONENT: component_labels(k)})
     if backend.namespace(scores.data) is not np:
         M = M.copy(data=backend.on_backend_of(M.data, scores.data))
     src = scores.drop_vars(COMPONENT).rename({COMPONENT: UNROTATED})

@@ -196,7 +196,7 @@ def climate_field(
         cells, >= 0.
     seed : int or None, default 0
         Seed for :func:`numpy.random.default_rng` (random modes and noise).
-        The land mask and modes 0-2 do not depend on it.
+        The land mask and the first three modes do not depend on it.
     chunks : int, dict or None, default None
         ``None`` returns a NumPy-backed array.  An int returns a Dask-backed
         array with that many time steps per chunk and each of lat and lon in
@@ -217,7 +217,8 @@ def climate_field(
         ``month`` (1-12) on ``time``.  Land cells (about 29% of the cells) are
         NaN at every time step; ocean cells are never NaN.
     modes : xarray.Dataset
-        Only if ``return_modes`` is true.  Variables:
+        Only if ``return_modes`` is true, with the coordinate ``mode``
+        counted from 1 (as the ``component`` of results).  Variables:
 
         * ``patterns (mode, lat, lon)``: NaN over land.  Orthonormal under the
           normalised area weights ``w = cos(lat) / sum_ocean(cos(lat))``:
@@ -346,7 +347,7 @@ def climate_field(
 
     patterns = np.full((n_modes, n_lat * n_lon), np.nan)
     patterns[:, ocean] = patterns_o
-    mode = np.arange(n_modes, dtype=np.int64)
+    mode = np.arange(1, n_modes + 1, dtype=np.int64)  # mode 1, 2, ...: as components count
     modes = xr.Dataset(
         {
             "patterns": (

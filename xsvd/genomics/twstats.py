@@ -80,6 +80,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ..labeled.layout import component_labels
 from .results import spectrum
 
 __all__ = ["tracy_widom", "twstats", "tw1_cdf", "tw1_sf", "TW1_MEAN", "TW1_VARIANCE"]
@@ -352,7 +353,7 @@ def tracy_widom(
         if lam.size == 0:
             raise ValueError("The eigenvalues are all zero (or negative): nothing to test.")
         rank = lam.size
-        coords = {"component": np.arange(rank)}
+        coords = {"component": component_labels(rank)}
         sums = (float(lam.sum()), float((lam**2).sum()))
     stat, p_value, n_eff = twstats(
         lam,

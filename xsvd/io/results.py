@@ -7,7 +7,7 @@ saves it as a Zarr store (:func:`xsvd.io.write_store`: atomic, checksums) and
 through its public interface only (``layout``, ``decomposition``,
 ``units``, the labeled parts, the constructor).
 
-The saved form (``xsvd_format = 4``): variables ``U``, ``S``, ``V``,
+The saved form (``xsvd_format = 5``): variables ``U``, ``S``, ``V``,
 ``explained_variance_ratio``, ``total_variance``, and where they apply
 ``mean``, ``weights``, ``nan_features`` and the error estimates
 ``error_S``, ``error_angle``, ``error_residual``, with the input's
@@ -37,6 +37,12 @@ coordinates; and the attributes
 
 Every attribute is a number or text, so the Dataset can be written to netCDF
 (netCDF-3 included) as well as to Zarr, and :func:`open_result` reads both.
+
+The ``component`` coordinate counts from 1 (EOF1, PC1) from version 5 on;
+versions 3 and 4 were written when it counted from 0, and are otherwise the
+same as version 5 (version 4) or as below (version 3). Reading rebuilds the
+``component`` labels of any version from the number of components, so a
+result saved by an older xsvd reopens with components counted from 1.
 
 Version 3 had neither ``xsvd_contents`` nor ``xsvd_units`` (the data's units
 were ``xsvd_data_units``, those of ``S`` its ``units`` attribute). It is still
@@ -69,9 +75,10 @@ if TYPE_CHECKING:
 __all__ = ["FORMAT", "result_to_dataset", "result_from_dataset", "write_result", "open_result"]
 
 #: The version of the saved form that :func:`result_to_dataset` writes.
-FORMAT = 4
-#: The versions :func:`result_from_dataset` reads (3: no record of the contents, no units).
-READS = (3, 4)
+FORMAT = 5
+#: The versions :func:`result_from_dataset` reads (3: no record of the contents, no units;
+#: 3 and 4: the saved ``component`` coordinate counts from 0, and is relabeled from 1).
+READS = (3, 4, 5)
 #: The columns of ``SVDResult.errors`` that are saved (as ``error_*``).
 ERROR_COLUMNS = ("S", "angle", "residual")
 
@@ -171,6 +178,8 @@ def result_from_dataset(ds: xr.Dataset, *, explain=None) -> SVDResult:
             saved_units = {"data": ds.attrs["xsvd_data_units"], "singular": None}
             saved_units["singular"] = ds["S"].attrs.get("units")
     result_units = units.restore(saved_units)
+    # the saved `component` labels are not read: the result labels its components
+    # (from 1) as every result does, whatever the version counted from
     layout = layout_from_description(json.loads(ds.attrs["xsvd_layout"]), ds)
     data_text = units.text_of(result_units, "data")
     if data_text is not None:  # the input was quantified, pint is not here: an attribute

@@ -32,6 +32,14 @@ import xarray as xr
 from .dims import as_dims, default_sample_dim
 
 COMPONENT = "component"
+#: The label of the first component: components count from 1 (EOF1, PC1), as in papers,
+#: PLINK's ``.eigenvec`` headers and xeofs' ``mode``.
+FIRST_COMPONENT = 1
+
+
+def component_labels(k: int) -> np.ndarray:
+    """The ``component`` labels of ``k`` components: ``1, 2, ..., k``."""
+    return np.arange(FIRST_COMPONENT, FIRST_COMPONENT + int(k))
 
 
 @dataclass(frozen=True)
@@ -226,7 +234,8 @@ class Layout:
         return {k: v for k, v in self.coords.items() if set(v.dims) <= dims}
 
     def component_coord(self, k: int) -> dict:
-        return {COMPONENT: (COMPONENT, np.arange(k))}
+        """The ``component`` coordinate of ``k`` components, counted from 1 (EOF1, PC1)."""
+        return {COMPONENT: (COMPONENT, component_labels(k))}
 
     def label_samples(self, U, name: str, attrs: dict | None = None) -> xr.DataArray:
         """(samples x k) array -> DataArray (*sample_dims, component)."""

@@ -2,9 +2,11 @@
 
 matplotlib is optional (``pip install "xsvd[plot]"``); it is imported only when
 a plot is drawn. Nothing here selects a backend or changes ``rcParams``. Map
-projections and coastlines need cartopy (``pip install cartopy``), and cftime
+projections and coastlines need cartopy (``pip install cartopy``); cftime
 dates are drawn as dates of their own calendar with nc-time-axis when it is
-installed (``pip install nc-time-axis``).
+installed (``pip install nc-time-axis``), else as dates with the same year,
+month and day. Components are named as papers and PLINK name them, from 1:
+"EOF 1" over maps, "PC 1" over time series, "PC1" on score axes.
 
 Every plot works on computed (NumPy) and lazy (Dask) results alike. For a lazy
 result only what is drawn is computed, in one Dask computation per plot, e.g.
@@ -27,7 +29,7 @@ Examples
 >>> ax = p.scree()                      # doctest: +SKIP
 >>> fig = p.components(n=3)             # doctest: +SKIP
 >>> fig = p.timeseries(n=3)             # doctest: +SKIP
->>> ax = p.scores(0, 1, hue="month")    # doctest: +SKIP
+>>> ax = p.scores(1, 2, hue="month")    # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -16,12 +16,12 @@ import xarray as xr
 
 from ..core import backend
 from ..labeled import units as _units
-from ..labeled.layout import COMPONENT
+from ..labeled.layout import COMPONENT, component_labels
 
 __all__ = [
     "DEFAULT_N_COMPONENTS",
     "MISSING_MPL",
-    "check_component_index",
+    "check_component_label",
     "check_n",
     "component_label",
     "component_values",
@@ -66,10 +66,10 @@ def weights_of(res) -> xr.DataArray | None:
 
 
 def component_values(da: xr.DataArray) -> list:
-    """The ``component`` labels of ``da`` as Python scalars (positions without a coordinate)."""
+    """The ``component`` labels of ``da`` as Python scalars (1, 2, ... without a coordinate)."""
     if COMPONENT in da.coords:
         return [v.item() if hasattr(v, "item") else v for v in da[COMPONENT].values]
-    return list(range(da.sizes[COMPONENT]))
+    return [int(v) for v in component_labels(da.sizes[COMPONENT])]
 
 
 # ---------------------------------------------------------------- labels
@@ -83,9 +83,15 @@ def sig3(v: float) -> str:
     return f"{v:#.3g}".rstrip(".")
 
 
-def component_label(comp, ratio) -> str:
-    """``"component 0 (62.2%)"``: a component and its share of the variance."""
-    return f"{COMPONENT} {comp} ({_percent(ratio)})"
+def component_label(comp, ratio=None, *, prefix: str = "EOF ") -> str:
+    """``"EOF 1 (62.2%)"``, ``"PC1 (10.2%)"``: a component's name and its share of the variance.
+
+    ``prefix`` names the kind (``"EOF "`` for patterns, ``"PC "`` for time
+    series, ``"PC"`` for PLINK-style score axes); ``comp`` is the component's
+    label (counted from 1). Without ``ratio``: the name alone.
+    """
+    name = f"{prefix}{comp}"
+    return name if ratio is None else f"{name} ({_percent(ratio)})"
 
 
 def _data_name(res) -> str | None:
@@ -133,11 +139,16 @@ def check_n(n, k: int) -> int:
     return int(n)
 
 
-def check_component_index(name: str, i, k: int) -> int:
-    """A component position (negative counts from the end) as one in ``0 .. k-1``."""
-    if not is_int(i) or not -k <= i < k:
-        raise ValueError(f"{name} must be a component position between 0 and {k - 1}, got {i!r}.")
-    return int(i) % k
+def check_component_label(name: str, c, labels: list) -> int:
+    """The position of the component labeled ``c`` (counted from 1, as ``PC1``) among ``labels``."""
+    if is_int(c) and int(c) in labels:
+        return labels.index(int(c))
+    first, last = labels[0], labels[-1]
+    hint = " (components count from 1, as PC1 and EOF1)" if c == 0 else ""
+    raise ValueError(
+        f"{name} must be a component label between {first} and {last}{hint}, got {c!r}: "
+        f"the labels of the result's `component` coordinate."
+    )
 
 
 def single_sample_dim(U: xr.DataArray, what: str):

@@ -4,8 +4,8 @@ The drawing behind :meth:`ResultPlotter.scree <xsvd.plot.ResultPlotter.scree>`,
 :meth:`~xsvd.plot.ResultPlotter.timeseries` and, for patterns along one feature
 dimension, :meth:`~xsvd.plot.ResultPlotter.components`. The horizontal axis of
 a time series is the sample coordinate; cftime dates are drawn with
-nc-time-axis when it is installed, else as datetime64 (standard calendars) or
-decimal years.
+nc-time-axis when it is installed, else as dates (datetime64) of the same
+year, month and day, with matplotlib's date ticks, in any calendar.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["SCALINGS", "component_lines", "scree", "timeseries"]
+__all__ = ["SCALINGS", "cftime_positions", "component_lines", "scree", "timeseries"]
 
-#: The ``scaling=`` options of :meth:`ResultPlotter.timeseries`.
-SCALINGS = (None, "unit", "singular")
+#: The ``scaling=`` options of :meth:`ResultPlotter.timeseries` (None: the same as "U").
+SCALINGS = ("unit", "U", "singular", None)
 _STANDARD_CALENDARS = ("standard", "gregorian", "proleptic_gregorian")
 
 
@@ -120,8 +120,9 @@ def timeseries(
     n = check_n(n, U.sizes[COMPONENT])
     if scaling not in SCALINGS:
         raise ValueError(
-            f"scaling must be one of {list(SCALINGS)}, got {scaling!r}: None for U as it "
-            "is, 'unit' for unit variance, 'singular' for U * S."
+            f"scaling must be one of {list(SCALINGS[:3])}, got {scaling!r}: 'unit' for "
+            "standardized PCs (unit variance, the default), 'U' for U as it is (unit norm), "
+            "'singular' for U * S."
         )
     if ax is not None and not overlay and n > 1:
         raise ValueError(
@@ -137,15 +138,16 @@ def timeseries(
     data = np.asarray(sel.values, dtype=float)
     if scaling == "unit":
         data = data * np.sqrt(max(sel.sizes[sdim] - 1, 1))
-        ylabel = "PC (unit variance)"
+        ylabel = "PC (standardized)"
     elif scaling == "singular":
         data = data * np.asarray(S.values, dtype=float)[:, None]
         units = S.attrs.get("units")
         ylabel = f"PC (U × S) [{units}]" if units else "PC (U × S)"
     else:
-        ylabel = "PC (U)"
-    x, xlabel = _sample_axis(sel, sdim)
-    labels = [component_label(c, p) for c, p in zip(component_values(sel), evr.values, strict=True)]
+        ylabel = "PC (U, unit norm)"
+    x, xlabel, dates = _sample_axis(sel, sdim)
+    comps = component_values(sel)
+    labels = [component_label(c, p, prefix="PC ") for c, p in zip(comps, evr.values, strict=True)]
     title = titled("Principal components", res)
     if len(x) > 2_000:
         kwargs.setdefault("lw", 0.7)
@@ -156,6 +158,7 @@ def timeseries(
         for row, label in zip(data, labels, strict=True):
             ax.plot(x, row, label=label, **kwargs)
         zero_line(ax)
+        _date_ticks(ax, dates)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
@@ -181,66 +184,101 @@ def timeseries(
         panel.plot(x, row, label=label, **{"color": f"C{i}", **kwargs})
         zero_line(panel)
         panel.set_title(label, loc="left", fontsize="medium")
+    _date_ticks(axs[-1, 0], dates)
     axs[-1, 0].set_xlabel(xlabel)
     fig.supylabel(ylabel, fontsize="medium")
     fig.suptitle(title)
     return fig
 
 
-def _sample_axis(U: xr.DataArray, sdim) -> tuple[np.ndarray, str]:
-    """Horizontal positions and axis label for the samples of ``U``.
+def _sample_axis(U: xr.DataArray, sdim) -> tuple[np.ndarray, str, bool]:
+    """Horizontal positions, axis label, and whether they are dates, for the samples of ``U``.
 
     The sample coordinate when it is numeric or a time (datetime64, or cftime
-    dates: see :func:`_cftime_positions`), else the positions 0, 1, ...
+    dates: see :func:`cftime_positions`), else the positions 0, 1, ...
     """
     if sdim in U.coords:
         coord = U[sdim]
         values = np.asarray(coord.values)
-        if values.dtype.kind in "iufM":
-            return values, coord_label(coord)
+        if values.dtype.kind in "iuf":
+            return values, coord_label(coord), False
+        if values.dtype.kind == "M":
+            return values, coord_label(coord), True
         if values.dtype.kind == "m":
-            return values / np.timedelta64(1, "D"), f"{name_of(coord)} [days]"
+            return values / np.timedelta64(1, "D"), f"{name_of(coord)} [days]", False
         if values.dtype.kind == "O":
-            converted = _cftime_positions(values)
+            converted = cftime_positions(values)
             if converted is not None:
-                x, note = converted
-                return x, f"{coord_label(coord)} [{note}]" if note else coord_label(coord)
-    return np.arange(U.sizes[sdim]), f"{sdim} (position)"
+                x, note, dates = converted
+                label = f"{coord_label(coord)} ({note})" if note else coord_label(coord)
+                return x, label, dates
+    return np.arange(U.sizes[sdim]), f"{sdim} (position)", False
 
 
-def _cftime_positions(values: np.ndarray) -> tuple[np.ndarray, str | None] | None:
-    """cftime dates as something matplotlib draws, and a note for the axis label.
+def _date_ticks(ax, dates: bool) -> None:
+    """Concise date tick labels ("2002", "Apr", "Jul") on an axis of datetime64 positions."""
+    if not dates:
+        return
+    import matplotlib.dates as mdates
 
-    With nc-time-axis installed the dates themselves (it teaches matplotlib
-    every calendar); else datetime64 for the standard calendars, and decimal
-    years (2000.5 is half way through the year 2000 of that calendar) for the
-    others. None when ``values`` are not cftime dates.
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+
+
+def cftime_positions(values: np.ndarray) -> tuple[np.ndarray, str | None, bool] | None:
+    """cftime dates as something matplotlib draws as dates, a note for the label, and whether
+    the positions are datetime64 (to be given date ticks here).
+
+    With nc-time-axis installed, the dates themselves (it teaches matplotlib
+    every calendar, ticks included). Else datetime64 dates: of the same year,
+    month, day and time where every date exists in the standard calendar (all
+    of ``noleap``, ``365_day``, ``julian`` but its extra leap days, monthly
+    ``360_day`` data), else at the same fraction of the same year (``360_day``
+    has February 30th); decimal years (2000.5 is half way through 2000) only
+    for years outside 1 to 9999. None when ``values`` are not cftime dates.
     """
     first = values.flat[0] if values.size else None
     calendar = getattr(first, "calendar", None)
     if calendar is None or not hasattr(first, "year"):
         return None
+    note = None if calendar in _STANDARD_CALENDARS else f"{calendar} calendar"
     try:
         import nc_time_axis  # noqa: F401  (registers matplotlib's converter for cftime dates)
 
-        return values, None
+        return values, note, False
     except ImportError:
         pass
-    if calendar in _STANDARD_CALENDARS:
-        import warnings
+    dates = list(values.flat)
+    if all(1 <= d.year <= 9999 for d in dates):
+        return np.asarray(_as_datetime64(dates)).reshape(values.shape), note, True
+    return np.asarray([_decimal_year(d) for d in dates], dtype=float), f"years, {calendar}", False
 
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return np.asarray(xr.CFTimeIndex(values).to_datetimeindex().values), None
-        except (ValueError, TypeError, OverflowError):  # dates out of datetime64's range
-            pass
-    years = []
-    for d in values.flat:
-        start = d.replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
-        end = start.replace(year=d.year + 1)
-        years.append(d.year + (d - start) / (end - start))
-    return np.asarray(years, dtype=float), f"years, {calendar} calendar"
+
+def _as_datetime64(dates: list) -> list:
+    """cftime dates as datetime64[us]: the same fields where all exist, else the same share
+    of the same year (monotonic either way)."""
+    from datetime import datetime, timedelta
+
+    def fields(d):
+        return datetime(d.year, d.month, d.day, d.hour, d.minute, d.second, d.microsecond)
+
+    try:
+        out = [fields(d) for d in dates]
+    except ValueError:  # e.g. February 30th of the 360_day calendar
+        out = []
+        for d in dates:
+            year = datetime(d.year, 1, 1)
+            length = (datetime(d.year + 1, 1, 1) if d.year < 9999 else year + timedelta(365)) - year
+            out.append(year + (_decimal_year(d) - d.year) * length)
+    return [np.datetime64(v, "us") for v in out]
+
+
+def _decimal_year(d) -> float:
+    """``2000.5`` half way through the year 2000 of ``d``'s calendar."""
+    start = d.replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = start.replace(year=d.year + 1)
+    return d.year + (d - start) / (end - start)
 
 
 # ------------------------------------------------- patterns along one dim

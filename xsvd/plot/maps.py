@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
+from ..climate.weights import latitude_rank
 from ..labeled import units as _units
 from ..labeled.layout import COMPONENT
 from .common import (
@@ -104,10 +105,7 @@ def components(
     data, evr = materialize(data, res.explained_variance_ratio)
     data = data.rename(None)
     ratios = dict(zip(component_values(evr), evr.values, strict=True))
-    titles = [
-        component_label(c, ratios[c]) if c in ratios else f"{COMPONENT} {c}"
-        for c in component_values(data)
-    ]
+    titles = [component_label(c, ratios.get(c)) for c in component_values(data)]
     if len(feature_dims) == 2:
         return _maps(
             data,
@@ -192,6 +190,15 @@ def _maps(V, titles, text, geo, col_wrap, cmap, robust, nan_color, kwargs):
         kwargs.setdefault("transform", _cartopy_crs().PlateCarree())
     if subplot_kws:
         kwargs["subplot_kws"] = subplot_kws
+    lonlat = None if geographic else _lon_lat_dims(V, fdims)
+    if lonlat is not None and "x" not in kwargs and "y" not in kwargs:
+        kwargs["x"], kwargs["y"] = lonlat  # longitude across, latitude up
+    xdim, ydim = kwargs.get("x", fdims[1]), kwargs.get("y", fdims[0])
+    if {xdim, ydim} != set(fdims):
+        xdim, ydim = fdims[1], fdims[0]
+    geo_aspect = None
+    if lonlat is not None and (xdim, ydim) == lonlat:
+        geo_aspect = _geographic_aspect(V[ydim].values)
 
     vmin, vmax = kwargs.pop("vmin", None), kwargs.pop("vmax", None)
     if vmin is None and vmax is None:
@@ -212,7 +219,10 @@ def _maps(V, titles, text, geo, col_wrap, cmap, robust, nan_color, kwargs):
     nrow = -(-n // ncol)
     if "figsize" not in kwargs:
         size = kwargs.pop("size", 2.3)
-        aspect = kwargs.pop("aspect", _panel_aspect(V, fdims, projection if geographic else None))
+        aspect = kwargs.pop(
+            "aspect",
+            _panel_aspect(V, (ydim, xdim), projection if geographic else None, geo_aspect),
+        )
         kwargs["figsize"] = (ncol * size * aspect, nrow * size)
     add_colorbar = kwargs.pop("add_colorbar", True)
     cbar_kwargs = {"label": text["label"], **(kwargs.pop("cbar_kwargs", None) or {})}
@@ -232,6 +242,8 @@ def _maps(V, titles, text, geo, col_wrap, cmap, robust, nan_color, kwargs):
             fig.delaxes(ax)  # an empty slot of the last row
             continue
         panels.append(ax)
+        if geo_aspect is not None:
+            ax.set_aspect(geo_aspect, adjustable="box")  # a degree north as long as one east
         ax.set_title(title, fontsize="medium")
         if nan_color is not None:
             ax.set_facecolor(nan_color)
@@ -310,8 +322,13 @@ def _pad(seq, n):
 
 
 # ------------------------------------------------------------ panel aspect
-def _panel_aspect(V, fdims, projection=None) -> float:
-    """Width over height of one map: from a global map projection's extent, else the coords."""
+def _panel_aspect(V, fdims, projection=None, geo_aspect=None) -> float:
+    """Width over height of one map: from a global map projection's extent, else the coords.
+
+    ``fdims`` are ``(y, x)``; ``geo_aspect``, where the map is drawn with a
+    fixed aspect (longitude and latitude), the height of one y unit over one
+    x unit.
+    """
     if projection is not None and _spans_globe(V, fdims):
         (x0, x1), (y0, y1) = projection.x_limits, projection.y_limits
         aspect = (x1 - x0) / (y1 - y0) if y1 > y0 else 2.0
@@ -326,6 +343,11 @@ def _panel_aspect(V, fdims, projection=None) -> float:
             else:
                 spans.append(float(V.sizes[d]))
         aspect = spans[0] / spans[1] if spans[1] > 0 else 1.0
+        if geo_aspect is not None:
+            # a fixed-aspect map is about 0.6 of the panel's height (title and tick
+            # labels take the rest), and the tick labels take a width of their own
+            aspect = float(np.clip(0.62 * aspect / geo_aspect + 0.3, 0.6, 2.5))
+            return aspect
     aspect = float(np.clip(aspect, 0.6, 2.5))
     if projection is not None:
         # a map keeps its aspect, in a box less tall than the panel (the title above it)
@@ -339,3 +361,41 @@ def _spans_globe(V, fdims) -> bool:
     if c is None or c.dtype.kind not in "iuf" or c.size < 2:
         return False
     return float(np.nanmax(c) - np.nanmin(c)) >= 300.0
+
+
+# ------------------------------------------------------ longitude, latitude
+#: Names of longitude coordinates (lower case), beside CF's standard_name and units.
+_LONGITUDE_NAMES = ("lon", "longitude", "lons", "nav_lon", "xlong")
+_LONGITUDE_UNITS = ("degrees_east", "degree_east", "degree_e", "degrees_e", "degreee", "degreese")
+
+
+def _is_longitude(coord: xr.DataArray) -> bool:
+    units = str(coord.attrs.get("units", "")).strip().lower()
+    if coord.attrs.get("standard_name") == "longitude" or units in _LONGITUDE_UNITS:
+        return True
+    return str(coord.name).lower() in _LONGITUDE_NAMES
+
+
+def _lon_lat_dims(V, fdims) -> tuple | None:
+    """``(lon_dim, lat_dim)`` when the two map dims are longitude and latitude (1-D numeric
+    coordinates, by CF's standard_name or units, or by name), else None."""
+    found = {}
+    for d in fdims:
+        c = V[d] if d in V.coords else None
+        if c is None or c.ndim != 1 or c.dtype.kind not in "iuf":
+            return None
+        if latitude_rank(c) and np.nanmax(np.abs(c.values)) <= 90.0:
+            found.setdefault("lat", d)
+        elif _is_longitude(c):
+            found.setdefault("lon", d)
+    if set(found) != {"lat", "lon"}:
+        return None
+    return found["lon"], found["lat"]
+
+
+def _geographic_aspect(lat: np.ndarray) -> float:
+    """``1 / cos(middle latitude)``: the height of a degree of latitude over one of longitude,
+    as drawn (1 for a map centered on the equator, so a global map is 2:1)."""
+    lat = np.asarray(lat, dtype=float)
+    middle = 0.5 * (np.nanmin(lat) + np.nanmax(lat))
+    return float(1.0 / np.cos(np.deg2rad(min(abs(middle), 60.0))))

@@ -32,9 +32,10 @@ class ResultPlotter:
 
     Notes
     -----
-    Components are named by their ``component`` coordinate (0, 1, ... for
-    results from xsvd), the same values that select them, e.g.
-    ``res.V.sel(component=0)``; ``x``, ``y`` and ``n`` count from 0 as well.
+    Components are named by their ``component`` coordinate, which counts
+    from 1 as papers and PLINK do (EOF 1, PC1): the same values that select
+    them, e.g. ``res.V.sel(component=1)``, and that ``x`` and ``y`` of
+    :meth:`scores` take. ``n`` is a number of leading components.
 
     Examples
     --------
@@ -43,7 +44,7 @@ class ResultPlotter:
     >>> gt = xsvd.datasets.genotypes(2_000, 90)
     >>> res = gt.svd(k=5, dim="samples", center=True)
     >>> plotter = ResultPlotter(res)
-    >>> ax = plotter.scores(0, 1, hue="population")  # doctest: +SKIP
+    >>> ax = plotter.scores(1, 2, hue="population")  # doctest: +SKIP
     """
 
     def __init__(self, result: Any):
@@ -99,7 +100,7 @@ class ResultPlotter:
         coastlines: bool = False,
         col_wrap: int | None = None,
         cmap: Any = None,
-        robust: bool = True,
+        robust: bool = False,
         nan_color: Any = "0.8",
         **kwargs,
     ) -> Figure:
@@ -109,8 +110,12 @@ class ResultPlotter:
           component (``DataArray.plot`` with ``col="component"``, so a
           pcolormesh in an xarray FacetGrid), with one shared colorbar. Each
           panel is titled with the component and its explained variance in
-          percent. Features that are NaN (land in an ocean field) stay NaN and
-          show as ``nan_color``. The grid has no empty panels where it can
+          percent (``"EOF 1 (62.2%)"``). Maps over longitude and latitude
+          (found by CF's ``standard_name`` or ``units``, or by name) have
+          longitude across and a fixed aspect, ``1 / cos`` of the middle
+          latitude (a global map is twice as wide as high). Features that
+          are NaN (land in an ocean field) stay NaN and show as
+          ``nan_color``. The grid has no empty panels where it can
           (2 x 2 for 4 maps, 3 x 2 for 6); panels left over are removed.
         * **One feature dimension**: one line per component on a single axes,
           against the feature coordinate, with a legend.
@@ -120,8 +125,8 @@ class ResultPlotter:
         Parameters
         ----------
         n : int, optional
-            Plot components ``0 .. n-1``. Default: all computed components (or
-            all in ``values``), at most 6.
+            Plot the ``n`` leading components (EOF 1 to EOF n). Default: all
+            computed components (or all in ``values``), at most 6.
         unweighted : bool, default False
             Plot ``V / weights``, the patterns on the data's grid with the
             weights of the decomposition divided out (e.g. EOFs without the
@@ -153,11 +158,13 @@ class ResultPlotter:
             around 0 when the values take both signs (as patterns do),
             "viridis" from 0 when they take one. Lines use the axes' color
             cycle.
-        robust : bool, default True
-            Maps: the color limits are ``±`` the 98th percentile of the
-            absolute values (over the plotted components) instead of their
-            maximum, so that a few extreme cells do not wash out the maps; the
-            colorbar then has arrow ends. Ignored for lines.
+        robust : bool, default False
+            Maps: the color limits are ``±`` the largest absolute value (over
+            the plotted components), so no value is clipped (the maximum of a
+            pattern, such as the El Niño tongue, keeps its color). True: ``±``
+            the 98th percentile instead, so that a few extreme cells do not
+            wash out the maps; the colorbar then has arrow ends. Ignored for
+            lines.
         nan_color : color, default "0.8" (light grey)
             Background of the maps, seen where the values are NaN. ``None``
             keeps the axes' own background.
@@ -240,31 +247,34 @@ class ResultPlotter:
         self,
         n: int = 3,
         *,
-        scaling: str | None = None,
+        scaling: str | None = "unit",
         overlay: bool = False,
         sharey: bool = True,
         ax: Axes | None = None,
         **kwargs,
     ) -> Figure:
-        """The leading principal components (columns of ``U``) against the sample coordinate.
+        """The leading principal components against the sample coordinate, standardized.
 
         One panel per component, stacked with a shared horizontal axis (or
         all on one axes with ``overlay=True``), each labeled with its
-        component and explained variance in percent. The horizontal axis is
-        the coordinate of the sample dimension (e.g. ``time``: datetimes, and
-        cftime dates of any calendar, drawn with nc-time-axis when it is
-        installed, else as real dates for the standard calendars and as
-        decimal years for the others), or the position along it when it has
-        no numeric or time coordinate.
+        component and explained variance in percent (``"PC 1 (62.2%)"``). By
+        default the PCs are standardized (unit variance), as papers show them;
+        ``scaling="U"`` draws the unit-norm columns of ``U``. The horizontal
+        axis is the coordinate of the sample dimension (e.g. ``time``:
+        datetimes, and cftime dates of any calendar, ``noleap`` and
+        ``360_day`` included, drawn with nc-time-axis when it is installed,
+        else as dates with date ticks: "2002", "Apr", "Jul"), or the position
+        along it when it has no numeric or time coordinate.
 
         Parameters
         ----------
         n : int, default 3
-            Plot components ``0 .. n-1``.
-        scaling : {None, "unit", "singular"}, default None
-            None: ``U`` as it is (unit-norm columns). ``"unit"``: unit
-            variance, ``U * sqrt(n_samples - 1)`` (the standardized PCs of
-            centered data, as eofs' ``pcscaling=1``). ``"singular"``:
+            Plot the ``n`` leading components (PC 1 to PC n).
+        scaling : {"unit", "U", "singular"}, default "unit"
+            ``"unit"``: standardized PCs, ``U * sqrt(n_samples - 1)``, of unit
+            variance (``ddof=1``) for centered data (eofs' ``pcscaling=1``,
+            ``res.pcs(scaling="unit")``). ``"U"`` (or None, which meant it
+            before): ``U`` as it is, unit-norm columns. ``"singular"``:
             ``U * S``, the PCs in the units of the (weighted) data.
         overlay : bool, default False
             All components on one axes, with a legend, instead of one panel
@@ -297,7 +307,7 @@ class ResultPlotter:
         >>> from xsvd.plot import ResultPlotter
         >>> sst = xsvd.datasets.climate_field(n_time=60, n_lat=18, n_lon=36)
         >>> res = sst.svd(k=4, dim="time", center=True)
-        >>> fig = ResultPlotter(res).timeseries(n=3, scaling="unit")  # doctest: +SKIP
+        >>> fig = ResultPlotter(res).timeseries(n=3)  # doctest: +SKIP
         >>> fig.savefig("pcs.png")  # doctest: +SKIP
         """
         return lines.timeseries(
@@ -307,8 +317,8 @@ class ResultPlotter:
     # ---------------------------------------------------------------- scores
     def scores(
         self,
-        x: int = 0,
-        y: int = 1,
+        x: int = 1,
+        y: int = 2,
         *,
         hue: str | None = None,
         ax: Axes | None = None,
@@ -319,9 +329,10 @@ class ResultPlotter:
 
         Parameters
         ----------
-        x, y : int, default 0 and 1
-            Components on the horizontal and vertical axis (positions along
-            ``component``, counted from 0).
+        x, y : int, default 1 and 2
+            Components on the horizontal and vertical axis, by their label
+            in the ``component`` coordinate, counted from 1: ``scores(1, 2)``
+            is PC1 against PC2.
         hue : str, optional
             Name of a coordinate of ``U`` along the sample dimension (e.g.
             ``"population"``, or ``"month"`` / ``"time"`` for a field
@@ -345,7 +356,7 @@ class ResultPlotter:
         matplotlib.axes.Axes
             The scatter is one PathCollection per category (one in all without
             ``hue`` or with a numeric ``hue``), holding one point per sample.
-            Axis labels read ``"component 0 (12.3%)"``.
+            Axis labels read ``"PC1 (12.3%)"``, as PLINK-style plots do.
 
         Raises
         ------
@@ -359,7 +370,7 @@ class ResultPlotter:
         >>> from xsvd.plot import ResultPlotter
         >>> gt = xsvd.datasets.genotypes(2_000, 90)
         >>> res = gt.svd(k=4, dim="samples", center=True)
-        >>> ax = ResultPlotter(res).scores(0, 1, hue="population")  # doctest: +SKIP
+        >>> ax = ResultPlotter(res).scores(1, 2, hue="population")  # doctest: +SKIP
         >>> ax.figure.savefig("pca.png", bbox_inches="tight")  # doctest: +SKIP
         """
         return scatter.scores(

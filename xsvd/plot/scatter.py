@@ -12,7 +12,7 @@ import xarray as xr
 
 from ..labeled.layout import COMPONENT
 from .common import (
-    check_component_index,
+    check_component_label,
     component_label,
     component_values,
     coord_label,
@@ -44,9 +44,9 @@ def scores(
     plt = pyplot()
     U = res.U
     sdim = single_sample_dim(U, "scores() plots one point per sample")
-    k = U.sizes[COMPONENT]
-    ix = check_component_index("x", x, k)
-    iy = check_component_index("y", y, k)
+    labels = component_values(U)
+    ix = check_component_label("x", x, labels)
+    iy = check_component_label("y", y, labels)
     if hue is not None:
         _check_hue(U, hue, sdim)
     idx = [ix, iy]
@@ -80,8 +80,8 @@ def scores(
 
     ax.axhline(0.0, color="0.6", lw=0.6, zorder=0)
     ax.axvline(0.0, color="0.6", lw=0.6, zorder=0)
-    ax.set_xlabel(component_label(comp[0], evr.values[0]))
-    ax.set_ylabel(component_label(comp[1], evr.values[1]))
+    ax.set_xlabel(component_label(comp[0], evr.values[0], prefix="PC"))
+    ax.set_ylabel(component_label(comp[1], evr.values[1], prefix="PC"))
     ax.set_title(titled("Scores (U)", res))
     return ax
 
