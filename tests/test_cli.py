@@ -163,7 +163,7 @@ def test_run_help_reads_well():
     parser = build_parser()
     (sub,) = [a for a in parser._actions if a.dest == "command"]
     text = " ".join(sub.choices["run"].format_help().split())
-    assert "--weights {coslat,VAR}" in text and "--missing {error,mean}" in text
+    assert "--weights {coslat,patterson,VAR}" in text and "--missing {error,mean}" in text
     assert "sqrt(cos(latitude))" in text and "covariance is weighted by cos(latitude)" in text
     assert "--method {auto,exact,compressed}" in text and "(default auto)" in text
     assert "(default error)" in text
@@ -205,3 +205,208 @@ def test_run_non_numeric_data(tmp_path, capsys):
     xr.Dataset({"s": (("a", "b"), np.array([["x", "y"], ["z", "w"]], dtype=object))}).to_zarr(path)
     assert main(["run", str(path), "--dim", "a", "--out", str(tmp_path / "o.zarr")]) == 2
     assert "numeric" in capsys.readouterr().err
+
+
+# ------------------------------------------------- output format (issue 22, item 7)
+
+
+def test_run_out_nc_writes_a_netcdf_file_open_result_reads(sst_store, tmp_path, capsys):
+    from xsvd.io.netcdf import is_netcdf
+
+    out = tmp_path / "eofs.nc"
+    argv = ["run", str(sst_store), "--dim", "time", "--k", "3", "--center", "--seed", "2"]
+    argv += ["--method", "compressed", "--out", str(out)]
+    assert main(argv) == 0
+    assert "wrote U, S, V to the netCDF file" in capsys.readouterr().out
+    assert out.is_file() and is_netcdf(out)  # a file, not a Zarr folder named eofs.nc
+    assert [p.name for p in tmp_path.iterdir() if p.name != "sst.zarr"] == ["eofs.nc"]
+    res = xsvd.open_result(out)
+    ref = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24, seed=4)
+    want = ref.svd.compressed(k=3, dim="time", center=True, seed=2)
+    np.testing.assert_allclose(res.S.values, want.S.values, rtol=1e-10)
+    assert res.V.dims == ("component", "lat", "lon")
+    # --overwrite replaces it, also a Zarr folder left under that name by an older xsvd
+    out.unlink()
+    out.mkdir()
+    (out / "zarr.json").write_text("{}")
+    assert main([*argv[:-1], str(out), "--overwrite"]) == 0
+    assert out.is_file() and is_netcdf(out)
+
+
+@pytest.mark.parametrize("name", ["eofs.h5", "eofs.csv", "eofs.npz"])
+def test_run_out_with_an_unknown_suffix_is_refused_before_computing(
+    name, sst_store, tmp_path, capsys
+):
+    argv = ["run", str(sst_store), "--dim", "time", "--k", "2", "--out", str(tmp_path / name)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ".zarr" in err and ".nc" in err and name in err
+    assert not (tmp_path / name).exists()
+
+
+def test_run_out_without_suffix_is_a_zarr_store(sst_store, tmp_path):
+    out = tmp_path / "eofs"
+    assert main(["run", str(sst_store), "--dim", "time", "--k", "2", "--out", str(out)]) == 0
+    assert out.is_dir() and xsvd.open_result(out).S.size == 2
+
+
+# ------------------------------------------------------------ --k, in its words
+
+
+def test_run_large_field_without_k_says_give_k(tmp_path, capsys):
+    import xarray as xr
+
+    pytest.importorskip("zarr", reason='xsvd run needs zarr: pip install "xsvd[io]"')
+    path = tmp_path / "big.zarr"
+    z = np.random.default_rng(0).standard_normal((1001, 1002)).astype(np.float32)
+    xr.Dataset({"z": (("time", "x"), z)}).to_zarr(path)
+    assert main(["run", str(path), "--dim", "time", "--out", str(tmp_path / "o.zarr")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "1001 x 1002" in err
+    assert "--k" in err and "--method exact" in err
+    assert "k=" not in err and "method=" not in err  # no Python spelling
+    assert not (tmp_path / "o.zarr").exists()
+
+
+def test_library_advice_in_the_command_words():
+    from xsvd.cli import command_words
+
+    assert command_words("pass `missing='mean'`, or") == "pass --missing mean, or"
+    assert command_words("Pass missing_chunks='error' for") == "Pass --missing-chunks error for"
+    assert (
+        command_words("max_passes bounds it: pass tol too")
+        == "--max-passes bounds it: pass --tol too"
+    )
+    assert command_words("n_power_iter=3 or tol=1e-3") == "--n-power-iter 3 or --tol 1e-3"
+    assert command_words("missing values of the tolerance") == "missing values of the tolerance"
+
+
+# ------------------------------------- --standardize, --tol, --max-passes
+
+
+def test_run_standardize(sst_store, tmp_path):
+    out = tmp_path / "corr.zarr"
+    argv = ["run", str(sst_store), "--dim", "time", "--k", "3", "--center", "--standardize"]
+    assert main([*argv, "--method", "exact", "--out", str(out)]) == 0
+    res = xsvd.open_result(out)
+    assert res.settings["standardize"]
+    ref = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24, seed=4)
+    want = ref.svd.exact(k=3, dim="time", center=True, standardize=True)
+    np.testing.assert_allclose(res.S.values, want.S.values, rtol=1e-10)
+    # and it changed something: the covariance EOFs have other singular values
+    plain = ref.svd.exact(k=3, dim="time", center=True)
+    assert np.abs(res.S.values - plain.S.values).max() > 1e-2 * plain.S.values[0]
+
+
+def test_run_tol_and_max_passes(sst_store, tmp_path):
+    out = tmp_path / "tol.zarr"
+    argv = ["run", str(sst_store), "--dim", "time", "--k", "3", "--center", "--seed", "0"]
+    argv += ["--method", "compressed", "--tol", "1e-8", "--max-passes", "12"]
+    assert main([*argv, "--out", str(out)]) == 0
+    res = xsvd.open_result(out)
+    assert res.settings["tol"] == 1e-8 and res.settings["max_passes"] == 12
+    assert res.settings["passes"] <= 12
+    ref = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24, seed=4)
+    want = ref.svd.exact(k=3, dim="time", center=True)
+    np.testing.assert_allclose(res.S.values, want.S.values, rtol=1e-7)
+
+
+def test_run_bad_tol_is_said_as_a_flag(sst_store, tmp_path, capsys):
+    argv = ["run", str(sst_store), "--dim", "time", "--k", "3", "--method", "compressed"]
+    assert main([*argv, "--tol", "2", "--out", str(tmp_path / "o.zarr")]) == 2
+    err = capsys.readouterr().err
+    assert "--tol must be" in err and not (tmp_path / "o.zarr").exists()
+
+
+# ------------------------------------------------------------- --missing-chunks
+
+
+def test_run_missing_chunks(tmp_path, capsys):
+    pytest.importorskip("zarr", reason='xsvd run needs zarr: pip install "xsvd[io]"')
+    sst = xsvd.datasets.climate_field(n_time=40, n_lat=8, n_lon=16, seed=3)
+    path = tmp_path / "lost.zarr"
+    sst.chunk({"time": 10}).to_dataset().to_zarr(path)
+    (path / "sst" / "c" / "1" / "0" / "0").unlink()  # time steps 10-19 are gone
+    argv = ["run", str(path), "--dim", "time", "--k", "2", "--method", "exact"]
+    argv += ["--missing", "mean"]  # the lost chunk reads as NaN
+    assert main([*argv, "--out", str(tmp_path / "a.zarr")]) == 0  # default: warn
+    err = capsys.readouterr().err
+    assert err.startswith("xsvd: warning: 1 of the 4 storage chunks") and err.count("\n") == 1
+    assert "--missing-chunks error" in err and "missing_chunks=" not in err
+    assert main([*argv, "--missing-chunks", "error", "--out", str(tmp_path / "b.zarr")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("xsvd: error: 1 of the 4 storage chunks") and "(1, 0, 0)" in err
+    assert not (tmp_path / "b.zarr").exists()
+    assert main([*argv, "--missing-chunks", "ignore", "--out", str(tmp_path / "c.zarr")]) == 0
+    assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------- genotype files
+
+
+@pytest.fixture
+def bed(tmp_path):
+    pytest.importorskip("zarr", reason='writing the result needs zarr: pip install "xsvd[io]"')
+    gt = xsvd.datasets.genotypes(n_variants=1500, n_samples=60, seed=3)
+    values = gt.values.astype(np.float32)
+    values[np.random.default_rng(3).random(values.shape) < 0.01] = np.nan  # missing calls
+    values[:5] = 0  # monomorphic variants, left out by the Patterson scaling
+    gt = gt.copy(data=values)
+    xsvd.write_plink(gt, tmp_path / "toy")
+    return gt
+
+
+@pytest.mark.parametrize("suffix", [".bed", ".fam"])  # .bim too: any of the three
+def test_run_plink_files_as_plink2_pca(bed, suffix, tmp_path, capsys):
+    out = tmp_path / "pca.zarr"
+    argv = ["run", str(tmp_path / f"toy{suffix}"), "--k", "3", "--center"]
+    argv += ["--weights", "patterson", "--missing", "mean", "--out", str(out)]
+    assert main(argv) == 0
+    kept, w = xsvd.patterson_scaling(xsvd.open_plink(tmp_path / "toy.bed"))
+    assert w.size <= 1495  # the 5 set to 0, and any the draw made monomorphic
+    text = capsys.readouterr().out
+    assert "Patterson scaling, 1 / sqrt(2 p (1 - p)) per variant as PLINK 2's --pca" in text
+    assert f"({1500 - w.size} monomorphic variants left out)" in text
+    res = xsvd.open_result(out)
+    assert res.U.dims == ("samples", "component") and res.V.sizes["variants"] == w.size
+    want = kept.svd.exact(k=3, dim="samples", center=True, weights=w, missing="mean")
+    np.testing.assert_allclose(res.S.values, want.S.values, rtol=1e-6)
+
+
+def test_run_plink_missing_calls_need_missing_mean(bed, tmp_path, capsys):
+    argv = ["run", str(tmp_path / "toy.bed"), "--k", "3", "--out", str(tmp_path / "o.zarr")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--missing mean" in err and "netCDF" not in err
+
+
+def test_run_pgen(tmp_path, capsys):
+    pgenlib = pytest.importorskip("pgenlib", reason='needs pgenlib: pip install "xsvd[genomics]"')
+    calls = xsvd.datasets.genotypes(n_variants=800, n_samples=40, seed=1).values.astype(np.int8)
+    writer = pgenlib.PgenWriter(str(tmp_path / "toy.pgen").encode(), 40, 800, False)
+    writer.append_biallelic_batch(np.ascontiguousarray(calls))
+    writer.close()
+    rows = "".join(f"1\t{i + 1}\trs{i}\tA\tG\n" for i in range(800))
+    (tmp_path / "toy.pvar").write_text("#CHROM\tPOS\tID\tREF\tALT\n" + rows)
+    (tmp_path / "toy.psam").write_text("#IID\n" + "".join(f"s{i}\n" for i in range(40)))
+    out = tmp_path / "pca.nc"
+    argv = ["run", str(tmp_path / "toy.pgen"), "--k", "2", "--center", "--weights", "patterson"]
+    assert main([*argv, "--out", str(out)]) == 0
+    res = xsvd.open_result(out)
+    kept, w = xsvd.patterson_scaling(xsvd.open_pgen(tmp_path / "toy.pgen"))
+    want = kept.svd.exact(k=2, dim="samples", center=True, weights=w)
+    np.testing.assert_allclose(res.S.values, want.S.values, rtol=1e-6)
+
+
+def test_run_vcf_says_how_to_convert(tmp_path, capsys):
+    path = tmp_path / "calls.vcf.gz"
+    path.write_bytes(b"not read")
+    assert main(["run", str(path), "--k", "2", "--out", str(tmp_path / "o.zarr")]) == 2
+    err = capsys.readouterr().err
+    assert f"plink2 --vcf {path} --make-pgen --out {tmp_path / 'calls'}" in err
+
+
+def test_run_without_dim_names_the_dimensions(sst_store, tmp_path, capsys):
+    assert main(["run", str(sst_store), "--k", "2", "--out", str(tmp_path / "o.zarr")]) == 2
+    err = capsys.readouterr().err
+    assert "give --dim" in err and "['time', 'lat', 'lon']" in err

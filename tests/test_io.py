@@ -66,33 +66,73 @@ def server(store):
 # ----------------------------------------------------------------- reading
 
 
-def test_plan_chunks_merges_storage_chunks():
-    assert xsvd.io.plan_chunks((400_000, 10_000), (1_000, 10_000), 1) == (13_000, 10_000)
-    assert xsvd.io.plan_chunks((100, 50), (10, 50), 8, target_bytes=8 * 50 * 30) == (30, 50)
-    # already large: unchanged, never split
-    assert xsvd.io.plan_chunks((10**6, 10**4), (50_000, 10**4), 1) == (50_000, 10**4)
-    # split along both dims: the last (contiguous on disk) grows first, whole when it fits
-    assert xsvd.io.plan_chunks((400_000, 10_000), (1_000, 100), 1) == (13_000, 10_000)
-    assert xsvd.io.plan_chunks((10_000, 720, 1440), (100, 90, 90), 4) == (100, 180, 1440)
+MiB = 2**20
 
 
 @pytest.mark.parametrize(
-    "shape, storage, itemsize, target",
+    "shape, storage, itemsize, threads, planned",
     [
-        ((10_000, 720, 1440), (1, 720, 1440), 4, 2**27),
-        ((10_000, 720, 1440), (100, 90, 90), 4, 2**27),
-        ((4128, 4429), (59, 4121), 4, 2**20),  # dask alone would give 3136 features
-        ((24, 4077), (21, 1337), 2, 2**16),
-        ((1718, 27), (652, 24), 4, 2**16),
-        ((5, 7), (10, 10), 8, 2**20),  # storage chunks larger than the array
-        ((123_457,), (1000,), 8, 2**20),
+        # 250 time steps of a 90 x 180 float32 grid (15.4 MiB): kept, not merged into 2,000
+        ((3000, 90, 180), (250, 90, 180), 4, 1, (250, 90, 180)),
+        # one step per chunk (63 KiB): merged into equal runs of at most 16 MiB
+        ((3000, 90, 180), (1, 90, 180), 4, 1, (250, 90, 180)),
+        # ... and into no fewer chunks than threads (17 chunks for 16 threads)
+        ((3000, 90, 180), (1, 90, 180), 4, 16, (177, 90, 180)),
+        # split along the grid: the last dimension grows first, in equal runs
+        ((10_000, 720, 1440), (100, 90, 90), 4, 1, (100, 90, 360)),
+        # 10 MB genotype blocks: kept (two would be 20 MB)
+        ((400_000, 10_000), (1_000, 10_000), 1, 1, (1_000, 10_000)),
+        # 100 KB blocks: the samples taken whole (10 MB), the variants not merged further
+        ((400_000, 10_000), (1_000, 100), 1, 1, (1_000, 10_000)),
+        # large storage chunks: kept, never split
+        ((10**6, 10**4), (50_000, 10**4), 1, 1, (50_000, 10**4)),
+        # a small array: one chunk per thread at most
+        ((20_000, 300), (1_000, 300), 1, 2, (10_000, 300)),
+        ((20_000, 300), (1_000, 300), 1, 64, (1_000, 300)),
+        ((5, 7), (10, 10), 8, 1, (5, 7)),  # storage chunks larger than the array
     ],
 )
-def test_plan_chunks_whole_storage_chunks_within_target(shape, storage, itemsize, target):
-    plan = xsvd.io.plan_chunks(shape, storage, itemsize, target_bytes=target)
-    for c, s, n in zip(plan, storage, shape, strict=True):
+def test_plan_chunks_keeps_storage_chunks_unless_small(shape, storage, itemsize, threads, planned):
+    assert xsvd.io.plan_chunks(shape, storage, itemsize, threads=threads) == planned
+
+
+@pytest.mark.parametrize(
+    "shape, storage, itemsize, target, threads",
+    [
+        ((10_000, 720, 1440), (1, 720, 1440), 4, 2**27, 1),
+        ((10_000, 720, 1440), (100, 90, 90), 4, 2**27, 16),
+        ((4128, 4429), (59, 4121), 4, 2**20, 1),
+        ((24, 4077), (21, 1337), 2, 2**16, 3),
+        ((1718, 27), (652, 24), 4, 2**16, 1),
+        ((5, 7), (10, 10), 8, 2**20, 1),  # storage chunks larger than the array
+        ((123_457,), (1000,), 8, 2**20, 1),
+        ((123_457,), (1000,), 8, 2**30, 7),
+        ((3000, 90, 180), (250, 90, 180), 4, 16 * MiB, 1),
+        ((3000, 90, 180), (7, 13, 180), 4, 16 * MiB, 5),
+    ],
+)
+def test_plan_chunks_whole_storage_chunks_no_larger_than_needed(
+    shape, storage, itemsize, target, threads
+):
+    plan = xsvd.io.plan_chunks(shape, storage, itemsize, target_bytes=target, threads=threads)
+    stored = [min(s, n) for s, n in zip(storage, shape, strict=True)]
+    for c, s, n in zip(plan, stored, shape, strict=True):
         assert c == n or (c % s == 0 and s <= c < n), (plan, storage)
-    assert np.prod(plan) * itemsize <= target
+    size, stored_size = np.prod(plan) * itemsize, np.prod(stored) * itemsize
+    if plan != tuple(stored):  # merged: within the target and one chunk per thread at least
+        assert size <= target and size <= -(-np.prod(shape) * itemsize // threads)
+    # never larger than the storage chunk or the target, whichever is larger
+    assert size <= max(stored_size, target)
+
+
+def test_open_zarr_keeps_16_mib_storage_chunks(tmp_path):
+    """250-step chunks of a 90 x 180 float32 grid were merged into 2,000-step chunks (issue 22)."""
+    import dask.array as dsa
+
+    path = tmp_path / "field.zarr"
+    zeros = dsa.zeros((500, 90, 180), dtype=np.float32, chunks=(250, 90, 180))
+    xr.Dataset({"sst": (("time", "lat", "lon"), zeros)}).to_zarr(path)
+    assert xsvd.open_zarr(path, "sst").chunks == ((250, 250), (90,), (180,))
 
 
 def test_open_zarr_streams_and_matches_memory(store):

@@ -5,18 +5,24 @@ matrix with population structure, on Dask; a climate field with a land mask,
 on NumPy) and prints what a user would want to see.
 
 ``xsvd run STORE --var NAME --dim DIM --k K --out OUT`` decomposes a variable
-of a Zarr store (or netCDF file) and writes U, S and V with their labels to a
-new Zarr store; ``--weights coslat`` weights gridded data by area (EOFs),
-``--missing mean`` fills missing values with their feature's mean. Errors a
-user can cause end in one line that says what to do, a non-zero exit status,
-and no partial output.
+of a Zarr store (or netCDF file), or the genotypes of a PLINK file set
+(``.bed`` or ``.pgen``), and writes U, S and V with their labels to a new Zarr
+store, or a netCDF file when ``OUT`` ends in ``.nc``; ``--weights coslat``
+weights gridded data by area (EOFs), ``--weights patterson`` scales genotypes
+as PLINK 2's PCA does, ``--missing mean`` fills missing values with their
+feature's mean. Errors a user can cause end in one line that says what to do,
+in the command's words (``--k``, not ``k=``), a non-zero exit status, and no
+partial output.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -106,12 +112,23 @@ class UsageError(Exception):
     """A problem with the command's input, reported as one line."""
 
 
+#: Suffixes of PLINK file sets, read with the function that opens them.
+PLINK_SUFFIXES = {".bed": "open_plink", ".bim": "open_plink", ".fam": "open_plink"}
+PLINK_SUFFIXES |= {".pgen": "open_pgen", ".pvar": "open_pgen", ".psam": "open_pgen"}
+#: Suffixes of VCF files (read as PLINK 2 files after conversion).
+VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz", ".bcf")
+#: --out names written as netCDF files; a name with no suffix or ``.zarr`` is a Zarr store.
+NETCDF_SUFFIXES = (".nc", ".nc4", ".cdf", ".netcdf")
+
+
 class _Input:
-    """The variable to decompose, and the other variables of its store (for --weights)."""
+    """The data to decompose, and the other variables of its store (for --weights).
 
-    def __init__(self, path: str, var: str | None):
-        import os
+    A Zarr store (``kind`` "zarr"), a netCDF file ("netcdf") or a PLINK file
+    set ("genotypes": allele counts, samples named as the sample dimension).
+    """
 
+    def __init__(self, path: str, var: str | None, missing_chunks: str = "warn"):
         import xarray as xr
 
         import xsvd
@@ -120,18 +137,42 @@ class _Input:
         remote = "://" in path
         if not remote and not os.path.exists(path):
             raise UsageError(
-                f"{path!r} does not exist; give the path of a Zarr store or netCDF file."
+                f"{path!r} does not exist; give the path of a Zarr store, a netCDF file or a "
+                "PLINK file set (.bed or .pgen)."
             )
-        self.zarr = path.rstrip("/").endswith(".zarr") or remote or os.path.isdir(path)
-        if self.zarr:
-            self.data = xsvd.open_zarr(path, var)
+        lower = path.lower().rstrip("/")
+        if lower.endswith(VCF_SUFFIXES):
+            prefix = re.sub(r"\.(vcf(\.b?gz)?|bcf)$", "", path, flags=re.IGNORECASE)
+            raise UsageError(
+                f"{path!r} is a VCF file, which xsvd run does not read; convert it to a PLINK 2 "
+                f"file set with `plink2 --vcf {path} --make-pgen --out {prefix}` and run on "
+                f"{prefix}.pgen (with --center --weights patterson --missing mean for PLINK 2's "
+                "PCA)."
+            )
+        opener = PLINK_SUFFIXES.get(os.path.splitext(lower)[1])
+        if opener is not None and not remote:
+            self.kind = "genotypes"
+            self.data = getattr(xsvd, opener)(path)
+            return
+        self.kind = "zarr" if lower.endswith(".zarr") or remote or os.path.isdir(path) else "netcdf"
+        if self.kind == "zarr":
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", xsvd.MissingChunksWarning)
+                self.data = xsvd.open_zarr(path, var, missing_chunks=missing_chunks)
+            for w in caught:  # said in the command's words, other warnings as they were
+                if issubclass(w.category, xsvd.MissingChunksWarning):
+                    text = command_words(" ".join(str(w.message).split()))
+                    print(f"xsvd: warning: {text}", file=sys.stderr)
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             return
         try:
             self.dataset = xr.open_dataset(path, chunks={})
         except Exception as exc:  # unknown format, missing netCDF engine, ...
             raise UsageError(
                 f"could not open {path!r} as netCDF ({type(exc).__name__}: {exc}); give a Zarr "
-                "store or a netCDF file (netCDF4 files need `pip install h5netcdf`)."
+                "store, a netCDF file (netCDF4 files need `pip install h5netcdf`) or a PLINK "
+                "file set (.bed or .pgen)."
             ) from exc
         self.data = self.dataset[xsvd.io.pick_variable(self.dataset, var, path)]
 
@@ -141,31 +182,50 @@ class _Input:
 
         if name in self.data.coords:
             return self.data.coords[name]
-        if not self.zarr:
+        if self.kind == "netcdf":
             if name in self.dataset.variables:
                 return self.dataset[name]
             held = list(self.dataset.variables)
-        else:
+        elif self.kind == "zarr":
             try:
                 return xsvd.open_zarr(self.path, name, missing_chunks="ignore")
             except ValueError:
                 import xarray as xr
 
                 held = list(xr.open_zarr(self.path).variables)
+        else:
+            held = list(self.data.coords)
         raise UsageError(
-            f"--weights {name!r} is neither 'coslat' nor a variable or coordinate of "
-            f"{self.path!r}, which holds {held}."
+            f"--weights {name!r} is neither 'coslat', 'patterson' nor a variable or coordinate "
+            f"of {self.path!r}, which holds {held}."
         )
 
 
-def _weights(source: _Input, spec: str | None, sample_dims: list[str]) -> tuple[Any, str]:
-    """The weights that ``--weights`` names, and a few words that say what they are."""
+def _weights(source: _Input, spec: str | None, sample_dims: list[str]) -> tuple[Any, Any, str]:
+    """The data to decompose, the weights that ``--weights`` names, and a few words that say
+    what they are (``patterson`` also leaves out monomorphic variants)."""
+    data = source.data
     if spec is None:
-        return None, "none"
+        return data, None, "none"
+    if spec == "patterson":
+        import xsvd
+
+        if len(sample_dims) != 1 or data.ndim != 2:
+            raise UsageError(
+                f"--weights patterson scales genotypes, 2-D (variants x samples) with one "
+                f"sample dimension, but {data.name!r} has the dimensions {list(data.dims)} and "
+                f"--dim {','.join(sample_dims)}."
+            )
+        kept, w = xsvd.patterson_scaling(data, dim=sample_dims[0])
+        dropped = data.size // data.sizes[sample_dims[0]] - w.size
+        text = (
+            f"Patterson scaling, 1 / sqrt(2 p (1 - p)) per variant as PLINK 2's --pca "
+            f"({dropped} monomorphic variants left out)"
+        )
+        return kept, w, text
     if spec == "coslat":
         from xsvd.climate.weights import coslat_weights, latitude_rank
 
-        data = source.data
         if not any(c.dims and latitude_rank(c) for c in data.coords.values()):
             raise UsageError(  # the command has no lat= to name one: say what it looks for
                 f"--weights coslat needs a latitude coordinate (named lat or latitude, or with "
@@ -179,20 +239,73 @@ def _weights(source: _Input, spec: str | None, sample_dims: list[str]) -> tuple[
             raise UsageError(
                 f"--weights coslat: {exc} Or give --weights VAR with a variable of weights."
             ) from exc
-        return w, f"{w.attrs['long_name']} (area weights for EOFs)"
-    return source.variable(spec), f"variable {spec!r}, as given"
+        return data, w, f"{w.attrs['long_name']} (area weights for EOFs)"
+    return data, source.variable(spec), f"variable {spec!r}, as given"
+
+
+def _output_format(path: str) -> str:
+    """``"netcdf"`` or ``"zarr"``: what ``--out`` names, by its suffix."""
+    name = path.rstrip("/").lower()
+    if name.endswith(NETCDF_SUFFIXES):
+        if "://" in name:
+            raise UsageError(
+                f"--out {path!r}: a netCDF file is written to a local path; give a local "
+                "path, or a Zarr store (a name ending in .zarr) for a URL."
+            )
+        return "netcdf"
+    suffix = os.path.splitext(name.rsplit("/", 1)[-1])[1]
+    if suffix in ("", ".zarr"):
+        return "zarr"
+    raise UsageError(
+        f"--out {path!r}: xsvd writes a Zarr store (a name ending in .zarr) or a netCDF file "
+        f"(a name ending in .nc), not {suffix!r}; both reopen with xsvd.open_result."
+    )
+
+
+def _write_netcdf(res, path: str, overwrite: bool) -> None:
+    """Write ``res.to_dataset()`` to a netCDF file: beside ``path`` first, then moved into
+    place, so that a failure leaves nothing (or the old file) behind."""
+    import shutil
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, partial = tempfile.mkstemp(prefix=".xsvd-", suffix=".nc.partial", dir=folder)
+    os.close(fd)
+    try:
+        try:
+            res.to_dataset().to_netcdf(partial)
+        except (ValueError, TypeError, RuntimeError) as exc:  # no engine, or one that cannot
+            raise UsageError(  # write this: netCDF-4 files need h5netcdf (or netCDF4)
+                f"could not write the netCDF file {path!r} ({type(exc).__name__}: {exc}); "
+                "install h5netcdf for netCDF-4 files (pip install h5netcdf), or give --out a "
+                "name ending in .zarr for a Zarr store."
+            ) from exc
+        if overwrite and os.path.isdir(path):
+            shutil.rmtree(path)
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
 
 
 def _run_command(args: argparse.Namespace) -> int:
-    import os
-
     import xsvd
+    from xsvd.labeled.dims import SAMPLE_DIM_ATTR
 
     if os.path.exists(args.out) and not args.overwrite:
         raise UsageError(f"{args.out!r} already exists; choose another --out or add --overwrite.")
-    source = _Input(args.store, args.var)
+    fmt = _output_format(args.out)
+    source = _Input(args.store, args.var, args.missing_chunks)
     data = source.data
-    dims = [d for part in args.dim for d in part.split(",") if d]
+    if args.dim:
+        dims = [d for part in args.dim for d in part.split(",") if d]
+    elif data.attrs.get(SAMPLE_DIM_ATTR) in data.dims:  # genotypes name their samples
+        dims = [data.attrs[SAMPLE_DIM_ATTR]]
+    else:
+        raise UsageError(
+            f"give --dim, the sample dimension(s) of {data.name!r} (the rows of the matrix), "
+            f"from its dimensions {list(data.dims)}, e.g. --dim {data.dims[0]}."
+        )
     missing = [d for d in dims if d not in data.dims]
     if missing:
         raise UsageError(
@@ -201,22 +314,45 @@ def _run_command(args: argparse.Namespace) -> int:
         )
     if args.method == "compressed" and args.k is None:
         raise UsageError("--method compressed needs --k, the number of components to compute.")
-    weights, weights_text = _weights(source, args.weights, dims)
+    data, weights, weights_text = _weights(source, args.weights, dims)
     options = dict(
-        dim=dims, center=args.center, progress=args.progress, weights=weights, missing=args.missing
+        dim=dims,
+        center=args.center,
+        standardize=args.standardize,
+        progress=args.progress,
+        weights=weights,
+        missing=args.missing,
     )
     if args.method != "exact":
-        for name in ("n_power_iter", "seed"):
+        for name in ("n_power_iter", "seed", "tol", "max_passes"):
             if getattr(args, name) is not None:
                 options[name] = getattr(args, name)
     t0 = time.perf_counter()
-    res = xsvd.svd(data, args.k, method=args.method, **options)
+    try:
+        res = xsvd.svd(data, args.k, method=args.method, **options)
+    except ValueError as exc:
+        if args.k is None and "`k=`" in str(exc):  # method auto chose the compressed SVD
+            m = int(np.prod([data.sizes[d] for d in dims]))
+            raise UsageError(
+                f"{data.name!r} is a {m} x {data.size // max(m, 1)} (samples x features) matrix "
+                "with both sides large, so --method auto chooses the compressed SVD, which "
+                "needs --k, the number of components to compute (e.g. --k 10); or give "
+                "--method exact (slow and memory-hungry at this size)."
+            ) from exc
+        raise
     seconds = time.perf_counter() - t0
-    res.to_zarr(args.out, mode="w" if args.overwrite else "w-")
+    if fmt == "netcdf":
+        _write_netcdf(res, args.out, args.overwrite)
+    else:
+        res.to_zarr(args.out, mode="w" if args.overwrite else "w-")
     _describe_result(res, seconds, sys.stdout)
     if weights is not None:
         print(f"   weights: {weights_text}", file=sys.stdout)
-    print(f"   wrote U, S, V to {args.out} (reopen with xsvd.open_result)", file=sys.stdout)
+    kind = "netCDF file" if fmt == "netcdf" else "Zarr store"
+    print(
+        f"   wrote U, S, V to the {kind} {args.out} (reopen with xsvd.open_result)",
+        file=sys.stdout,
+    )
     return 0
 
 
@@ -276,19 +412,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser(
         "run",
-        help="decompose a variable of a Zarr store or netCDF file",
-        description="Decompose a variable of a Zarr store or netCDF file and write U, S, V "
-        "(with coordinates and settings) to a new Zarr store. Example, EOFs of a gridded "
-        "field: xsvd run sst.zarr --var sst --dim time --k 10 --center --weights coslat "
-        "--out eofs.zarr",
+        help="decompose a variable of a Zarr store or netCDF file, or PLINK genotypes",
+        description="Decompose a variable of a Zarr store or netCDF file, or the genotypes "
+        "of a PLINK file set, and write U, S, V (with coordinates and settings) to a new "
+        "Zarr store, or a netCDF file for an --out ending in .nc. Example, EOFs of a "
+        "gridded field: xsvd run sst.zarr --var sst --dim time --k 10 --center --weights "
+        "coslat --out eofs.nc. PCA of genotypes as PLINK 2's --pca: xsvd run data.bed --k "
+        "10 --center --weights patterson --missing mean --out pca.zarr",
     )
-    run.add_argument("store", help="Zarr store (path or URL) or netCDF file")
+    run.add_argument(
+        "store",
+        help="Zarr store (path or URL), netCDF file, or PLINK file set (.bed/.bim/.fam or "
+        ".pgen/.pvar/.psam: the allele counts, variants x samples)",
+    )
     run.add_argument("--var", metavar="NAME", help="variable to decompose (default: the only one)")
     run.add_argument(
         "--dim",
         action="append",
-        required=True,
-        help="sample dimension(s), the rows of the matrix (e.g. time); repeat or comma-separate",
+        help="sample dimension(s), the rows of the matrix (e.g. time); repeat or "
+        "comma-separate (default for PLINK files: samples)",
     )
     run.add_argument(
         "--k",
@@ -298,13 +440,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--center", action="store_true", help="remove each feature's mean")
     run.add_argument(
+        "--standardize",
+        action="store_true",
+        help="also divide each feature by its standard deviation (EOFs of the correlation "
+        "matrix); constant features get weight 0",
+    )
+    run.add_argument(
         "--weights",
-        metavar="{coslat,VAR}",
+        metavar="{coslat,patterson,VAR}",
         help="multiply each feature by a weight: 'coslat' for sqrt(cos(latitude)) from the "
         "data's latitude coordinate (the square root, so that the covariance is weighted "
         "by cos(latitude), the area of a grid cell: the usual weighting for EOFs of gridded "
-        "data), or the name of a variable or coordinate of the input holding the weights, "
-        "used as they are (for cell areas, give their square roots)",
+        "data); 'patterson' for genotypes, 1 / sqrt(2 p (1 - p)) per variant of allele "
+        "frequency p, monomorphic variants left out (PLINK 2's PCA, with --center and "
+        "--missing mean); or the name of a variable or coordinate of the input holding the "
+        "weights, used as they are (for cell areas, give their square roots)",
     )
     run.add_argument(
         "--missing",
@@ -322,10 +472,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="exact SVD, compressed (randomized) SVD of k components, or auto: chosen by the "
         "shape (default %(default)s)",
     )
-    run.add_argument("--n-power-iter", type=int, metavar="Q", help="power iterations (compressed)")
+    run.add_argument(
+        "--missing-chunks",
+        choices=("warn", "error", "ignore"),
+        default="warn",
+        help="Zarr stores: what to do when storage chunks are missing from the store, which "
+        "zarr reads as the fill value: 'warn' (expected for chunks that held only the fill "
+        "value, such as all-land chunks), 'error' (for data where a missing chunk can only "
+        "mean loss, such as genotypes) or 'ignore' (do not list the store) (default "
+        "%(default)s)",
+    )
+    run.add_argument(
+        "--n-power-iter",
+        type=int,
+        metavar="Q",
+        help="a fixed number of power iterations (compressed)",
+    )
+    run.add_argument(
+        "--tol",
+        type=float,
+        help="compressed: read the data again until the estimated relative error of every "
+        "component is below TOL (e.g. 1e-3), instead of a fixed --n-power-iter",
+    )
+    run.add_argument(
+        "--max-passes", type=int, metavar="N", help="with --tol: the most reads of the data"
+    )
     run.add_argument("--seed", type=int, help="random seed (compressed)")
     run.add_argument("--progress", action="store_true", help="show progress per pass")
-    run.add_argument("--out", required=True, help="output Zarr store (must not exist)")
+    run.add_argument(
+        "--out",
+        required=True,
+        help="output: a netCDF file for a name ending in .nc, else a Zarr store (a name "
+        "ending in .zarr); must not exist. Both reopen with xsvd.open_result",
+    )
     run.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     run.set_defaults(func=_run_command)
     return parser
@@ -338,11 +517,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except (UsageError, ValueError, TypeError, OSError, ImportError) as exc:
         message = " ".join(str(exc).split())  # one line
-        if args.command == "run":  # the command's spelling of the API's advice
-            message = message.replace("`missing='mean'`", "`--missing mean`")
-            message = message.replace("missing='mean'", "--missing mean")
+        if args.command == "run":
+            message = command_words(message)
         print(f"xsvd: error: {message}", file=sys.stderr)
         return 2
+
+
+#: Options of the library that ``xsvd run`` spells as flags (``max_passes`` -> ``--max-passes``).
+FLAG_OPTIONS = ("missing", "n_power_iter", "max_passes", "tol", "missing_chunks", "standardize")
+
+
+def command_words(message: str) -> str:
+    """The library's advice in the command's spelling: ``missing='mean'`` becomes
+    ``--missing mean``, ``max_passes`` ``--max-passes`` (as words, not inside other names)."""
+    for name in FLAG_OPTIONS:
+        flag = "--" + name.replace("_", "-")
+        word = rf"(?<![\w.(-]){name}"
+        message = re.sub(rf"`?{word}=['\"]?([\w.+-]+)['\"]?`?", rf"{flag} \1", message)
+        if name != "missing":  # the word "missing" is English too
+            message = re.sub(rf"{word}\b", flag, message)
+    return message
 
 
 if __name__ == "__main__":  # pragma: no cover

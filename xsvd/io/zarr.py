@@ -2,12 +2,12 @@
 
 :func:`open_zarr` opens a variable of a Zarr store (local path or URL read
 through fsspec, e.g. ``http://``, ``s3://``, ``gs://``) as a Dask-backed
-DataArray whose chunks are whole multiples of the store's chunks
-(:func:`plan_chunks`: small storage chunks are merged when read, no rechunk
-in the graph), and whose read errors name the store, the variable and the
-chunk. Storage chunks missing from the store (which zarr would read as the
-fill value) are found when the store is opened and reported
-(``missing_chunks=``). With zarr's GPU buffers, chunks are read into GPU
+DataArray whose chunks are the store's chunks, or whole multiples of them
+where they are too small (:func:`plan_chunks`: storage chunks under 16 MiB
+are merged when read, no rechunk in the graph), and whose read errors name
+the store, the variable and the chunk. Storage chunks missing from the
+store (which zarr would read as the fill value) are found when the store is
+opened and reported (``missing_chunks=``). With zarr's GPU buffers, chunks are read into GPU
 memory and decoded there by :func:`decode_chunk`, by the same CF rules
 xarray applies on the host.
 """
@@ -41,8 +41,9 @@ __all__ = [
     "zarr_gpu_enabled",
 ]
 
-#: Dask chunks are made about this large by merging storage chunks.
-TARGET_CHUNK_BYTES = 128 * 2**20
+#: Storage chunks smaller than this are merged on read into Dask chunks of at
+#: most this size; larger ones are kept as they are (see :func:`plan_chunks`).
+TARGET_CHUNK_BYTES = 16 * 2**20
 #: Chunk indices named in the missing-chunks message.
 SHOW_MISSING = 5
 
@@ -52,16 +53,29 @@ def plan_chunks(
     storage_chunks: tuple[int, ...],
     itemsize: int,
     target_bytes: int = TARGET_CHUNK_BYTES,
+    *,
+    threads: int = 1,
 ) -> tuple[int, ...]:
-    """Dask chunk sizes that are whole multiples of the storage chunks.
+    """Dask chunk sizes: the storage chunks, merged only where they are too small.
 
-    Storage chunks smaller than ``target_bytes`` are merged into Dask chunks
-    of at most that size, along the last dimensions first (those contiguous
-    on disk, the features of data stored time-first), each dimension's size
-    chosen by Dask's own planner (``dask.array.core.normalize_chunks`` with
-    ``previous_chunks=``, so sizes are whole multiples of the storage chunks).
-    Storage chunks of ``target_bytes`` or more are kept as they are: never
-    split, never merged.
+    The rule: a planned chunk is never larger than it needs to be.
+
+    - Storage chunks are never split (each is read once per pass).
+    - Storage chunks of ``target_bytes`` (16 MiB) or more are kept as they
+      are. Merging them would only raise the memory every worker thread
+      holds (a thread reads a whole Dask chunk at once), and take away
+      chunks to run in parallel, for no gain: at that size the cost of a
+      task (scheduling, a zarr read, a product) is already small beside its
+      work.
+    - Smaller storage chunks are merged, whole, into Dask chunks of at most
+      ``target_bytes``, and never into fewer Dask chunks than ``threads``
+      (each chunk at most the array's size over ``threads``, or one storage
+      chunk): merging saves per-task costs without leaving a thread idle.
+      They grow along the last dimensions first (contiguous on disk, the
+      features of data stored time-first): a dimension is taken whole when
+      it fits, else in equal runs of storage chunks.
+
+    So a planned chunk holds at most ``max(storage chunk, target_bytes)``.
 
     Parameters
     ----------
@@ -71,8 +85,11 @@ def plan_chunks(
         Chunk shape in the store.
     itemsize : int
         Bytes per element.
-    target_bytes : int, default 128 MiB
-        Aim for Dask chunks of at most this size.
+    target_bytes : int, default 16 MiB
+        Storage chunks below this size are merged, up to this size.
+    threads : int, default 1
+        Threads that read the chunks (:func:`open_zarr` passes the number of
+        CPUs): merging never leaves fewer chunks than this.
 
     Returns
     -------
@@ -82,21 +99,35 @@ def plan_chunks(
 
     Examples
     --------
-    >>> plan_chunks((400_000, 10_000), (1_000, 10_000), 1)
-    (13000, 10000)
-    """
-    from dask.array.core import normalize_chunks
+    Storage chunks of 16 MiB or more are kept (250 time steps of a 90 x 180
+    float32 grid, 15.4 MiB, are not merged into 500):
 
+    >>> plan_chunks((3_000, 90, 180), (250, 90, 180), 4)
+    (250, 90, 180)
+
+    One time step per storage chunk (63 KiB) is merged into 250 steps:
+
+    >>> plan_chunks((3_000, 90, 180), (1, 90, 180), 4)
+    (250, 90, 180)
+    """
     chunks = [max(1, min(int(c), int(n))) for c, n in zip(storage_chunks, shape, strict=True)]
-    dtype = np.dtype(f"V{itemsize}")
+    if 0 in shape:
+        return tuple(chunks)
+    stored = math.prod(chunks) * itemsize
+    share = -(-math.prod(shape) * itemsize // max(1, threads))  # the array over the threads
+    limit = min(target_bytes, max(stored, share))
     for axis in reversed(range(len(shape))):
-        if math.prod(chunks) * itemsize >= target_bytes or 0 in shape:
+        size = math.prod(chunks) * itemsize
+        if size // chunks[axis] * shape[axis] <= limit:
+            chunks[axis] = int(shape[axis])  # the whole dimension fits: grow the next one
+            continue
+        factor = limit // size  # storage chunks along this axis that fit in a Dask chunk
+        if factor < 2:
             break
-        grow = tuple("auto" if i == axis else c for i, c in enumerate(chunks))
-        planned = normalize_chunks(
-            grow, tuple(shape), limit=target_bytes, dtype=dtype, previous_chunks=tuple(chunks)
-        )
-        chunks[axis] = max(chunks[axis], planned[axis][0])
+        along = math.ceil(shape[axis] / chunks[axis])
+        runs = math.ceil(along / factor)  # as few Dask chunks as fit, of equal runs
+        chunks[axis] *= math.ceil(along / runs)
+        break
     return tuple(chunks)
 
 
@@ -221,9 +252,10 @@ def open_zarr(
         The variable to open; may be omitted when the store has exactly one.
     chunks : dict, optional
         Dask chunk sizes by dimension name. By default they are planned from
-        the store's chunks with :func:`plan_chunks` (at most about 128 MiB
-        each, whole multiples of the storage chunks, so each storage chunk
-        is read once).
+        the store's chunks with :func:`plan_chunks`: the storage chunks as
+        they are, or, where they hold less than 16 MiB, whole multiples of
+        them up to 16 MiB (and no fewer chunks than CPUs), so each storage
+        chunk is read once and no chunk is larger than it needs to be.
     storage_options : dict, optional
         Passed to fsspec for URLs.
     missing_chunks : {"warn", "error", "ignore"}, default "warn"
@@ -284,7 +316,9 @@ def open_zarr(
     var = ds[variable]
     storage = var.encoding.get("chunks") or var.shape
     if chunks is None:
-        plan = plan_chunks(var.shape, tuple(storage), var.dtype.itemsize)
+        plan = plan_chunks(
+            var.shape, tuple(storage), var.dtype.itemsize, threads=os.cpu_count() or 1
+        )
     else:
         plan = tuple(int(chunks.get(d, s)) for d, s in zip(var.dims, storage, strict=True))
     size = math.prod(storage) * var.dtype.itemsize
