@@ -234,3 +234,34 @@ def test_gpu_benchmark_draws_valid_data_in_small_slices():
     assert set(np.unique(values)) == {0.0, 1.0, 2.0}  # no NaN: no missing code drawn
     assert set(np.unique(plain)) == {0, 1, 2}
     assert max(fake.draws) <= 4_000 and len(fake.draws) > 2
+
+
+def test_zarr_gpu_buffers_leave_text_coordinates_on_the_host(genotypes, tmp_path, monkeypatch):
+    """Under ``zarr.config.enable_gpu()`` text coordinates failed ("Unsupported dtype <U5",
+    measured on an H100): CuPy cannot hold them. Imitated without a GPU by host buffers
+    that refuse text, registered under a name with "gpu" in it (this module's)."""
+    zarr = pytest.importorskip("zarr")
+    from zarr.core.buffer import cpu
+
+    class FakeGpuBuffer(cpu.NDBuffer):
+        def __init__(self, array):
+            if np.dtype(array.dtype).kind in "USO":
+                raise ValueError(f"Unsupported dtype {array.dtype}")
+            super().__init__(array)
+
+    FakeGpuBuffer.__module__ = __name__  # "...test_gpu.FakeGpuBuffer": zarr_gpu_enabled()
+    zarr.registry.register_ndbuffer(FakeGpuBuffer)
+    qualified = f"{FakeGpuBuffer.__module__}.{FakeGpuBuffer.__qualname__}"
+    path = tmp_path / "gt.zarr"
+    genotypes.to_dataset().to_zarr(path)  # text sample names: <U5
+    monkeypatch.setattr(_backend, "require_cupy", lambda why: np)  # NumPy stands in for CuPy
+    with zarr.config.set({"ndbuffer": qualified}):
+        from xsvd.io.zarr import zarr_gpu_enabled
+
+        assert zarr_gpu_enabled()
+        gt = xsvd.open_zarr(path, "genotype")
+        values = gt.values
+    assert gt.samples.dtype.kind == "U" and list(gt.samples.values) == list(
+        genotypes.samples.values
+    )
+    np.testing.assert_array_equal(values, genotypes.values)

@@ -14,6 +14,7 @@ xarray applies on the host.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import uuid
@@ -306,7 +307,8 @@ def open_zarr(
         )
     name = os.fspath(store)
     try:
-        ds = open_zarr_dataset(store, chunks=None, storage_options=storage_options)
+        with host_buffers():  # metadata and coordinates (text too) are read on the host
+            ds = open_zarr_dataset(store, chunks=None, storage_options=storage_options)
     except Exception as exc:
         raise StoreReadError(
             f"Could not open the Zarr store {name!r}: {type(exc).__name__}: {exc}. "
@@ -352,7 +354,8 @@ def open_zarr(
         meta=meta,
     )
     out = xr.DataArray(data, dims=var.dims, coords=var.coords, name=variable, attrs=var.attrs)
-    return out.assign_coords({k: v.load() for k, v in out.coords.items()})
+    with host_buffers():
+        return out.assign_coords({k: v.load() for k, v in out.coords.items()})
 
 
 def zarr_gpu_enabled() -> bool:
@@ -360,6 +363,25 @@ def zarr_gpu_enabled() -> bool:
     import zarr
 
     return "gpu" in str(zarr.config.get("ndbuffer", ""))
+
+
+@contextlib.contextmanager
+def host_buffers():
+    """Read with zarr's host (NumPy) buffers inside the block, whatever the configuration.
+
+    Under ``zarr.config.enable_gpu()`` only the data variable is read into GPU
+    memory; coordinates stay on the host, where xarray keeps them, and text
+    coordinates (which CuPy cannot hold: "Unsupported dtype <U5") can be read.
+    """
+    import zarr
+
+    if not zarr_gpu_enabled():
+        yield
+        return
+    with zarr.config.set(
+        {"buffer": "zarr.buffer.cpu.Buffer", "ndbuffer": "zarr.buffer.cpu.NDBuffer"}
+    ):
+        yield
 
 
 def open_zarr_dataset(store, **kwargs) -> xr.Dataset:
