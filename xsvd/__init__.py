@@ -1,6 +1,6 @@
 """xsvd: labeled exact and randomized SVD for xarray, on NumPy, Dask and CuPy.
 
-Importing xsvd registers the ``DataArray.svd`` accessor::
+Importing xsvd registers the ``DataArray.svd`` and ``Dataset.svd`` accessors::
 
     import xsvd
     U, S, V = da.svd.compressed(k=10, dim="time")
@@ -12,6 +12,11 @@ from importlib.metadata import PackageNotFoundError, version
 
 from . import datasets, linalg, rotation, statistics  # noqa: F401  (documented paths)
 from .accessor import SVDAccessor, register
+from .climate.bootstrap import bootstrap
+from .climate.extended import ExtendedEOFResult, extended_eof
+from .climate.hilbert import HilbertResult, hilbert_eof
+from .climate.mca import MCAResult, mca
+from .climate.multivariate_result import MultivariateResult
 from .climate.rotation import RotatedResult
 from .climate.weights import coslat_weights
 from .core import InfiniteValueError, MissingValueError
@@ -48,6 +53,14 @@ __all__ = [
     "choose_method",
     "SVDResult",
     "RotatedResult",
+    "hilbert_eof",
+    "HilbertResult",
+    "bootstrap",
+    "mca",
+    "MCAResult",
+    "extended_eof",
+    "ExtendedEOFResult",
+    "MultivariateResult",
     "coslat_weights",
     "SVDAccessor",
     "MissingValueError",

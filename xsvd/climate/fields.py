@@ -1,0 +1,174 @@
+"""One field as the (samples x features) matrix of a matrix-free method, never copied.
+
+:func:`prepare_field` reads a field once for its feature statistics (NaN
+count, mean, standard deviation) and returns a :class:`Field` whose products
+with small matrices (:meth:`Field.times`, :meth:`Field.t_times`) apply
+centering and weights as rank-one and diagonal corrections: the data are
+never centered, weighted or filled in memory. Features that are NaN at every
+sample (land in an ocean field) are left out and come back as NaN; a NaN at
+some samples only is a :class:`~xsvd.MissingValueError`. Dask data are read
+once per product (each returns a computed NumPy array). Used by
+:func:`xsvd.mca` and :func:`xsvd.extended_eof`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..core import backend
+from ..core.missing import MissingValueError
+from ..labeled.layout import Layout
+from ..labeled.preprocess import weights_vector
+
+__all__ = ["Field", "prepare_field", "product"]
+
+#: Columns per block when a NumPy field is worked on a block at a time (~32 MiB of float64).
+BLOCK_VALUES = 1 << 22
+
+
+@dataclass(frozen=True)
+class Field:
+    """A field's matrix ``X`` (samples x kept features) and ``B = (X - 1 mu^T) diag(d)``.
+
+    ``mean`` is ``mu`` (zeros without centering), ``scale`` the diagonal
+    ``d`` (weights, over the standard deviations with ``standardize``),
+    ``std`` the features' standard deviations (``ddof=0``, for correlations),
+    ``kept`` which features of the layout are in ``data``.
+    """
+
+    layout: Layout
+    data: Any
+    kept: np.ndarray
+    mean: np.ndarray
+    scale: np.ndarray
+    std: np.ndarray
+    dtype: Any
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.data.shape)
+
+    def times(self, W) -> np.ndarray:
+        """``B W`` (samples x l), one read: ``X (d W) - 1 (mu^T d W)``."""
+        dW = W * self.scale[:, None]
+        return product(self.data, dW.astype(self.dtype, copy=False)) - self.mean @ dW
+
+    def t_times(self, T, *, weighted: bool = True) -> np.ndarray:
+        """``B^T T`` (kept features x l), one read: ``d (X^T T - mu 1^T T)``.
+
+        ``weighted=False``: ``(X - 1 mu^T)^T T``, without ``d``.
+        """
+        T = np.asarray(T, dtype=np.float64)
+        out = product(self.data.T, T.astype(self.dtype, copy=False))
+        out -= self.mean[:, None] * T.sum(axis=0)[None, :]
+        return out * self.scale[:, None] if weighted else out
+
+    def blocks(self, *, weighted: bool = True):
+        """``(columns, B[:, columns])`` in float64, a block of columns at a time (NumPy);
+        ``weighted=False``: of ``X - 1 mu^T``."""
+        m, n = self.shape
+        step = max(1, BLOCK_VALUES // max(m, 1))
+        for j in range(0, n, step):
+            cols = slice(j, min(n, j + step))
+            block = np.array(self.data[:, cols], dtype=np.float64)  # a copy
+            block -= self.mean[cols]
+            yield cols, (block * self.scale[cols] if weighted else block)
+
+    def centered(self):
+        """``B`` as a lazy Dask array (Dask data only)."""
+        x = self.data.astype(np.float64)
+        return (x - self.mean[None, :]) * self.scale[None, :]
+
+    def full(self, values, fill=np.nan) -> np.ndarray:
+        """Kept-feature rows (kept x k) back on every feature of the layout, ``fill`` elsewhere."""
+        values = np.asarray(values)
+        out = np.full((self.kept.size, *values.shape[1:]), fill, dtype=np.float64)
+        out[self.kept] = values
+        return out
+
+    def correlations(self, scores) -> np.ndarray:
+        """Correlation of every kept feature with every column of ``scores`` (one read)."""
+        s = np.asarray(scores, dtype=np.float64)
+        s = s - s.mean(axis=0)
+        cov = self.t_times(s, weighted=False)
+        norm = np.sqrt((s**2).sum(axis=0))[None, :] * (self.std * np.sqrt(self.shape[0]))[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(norm > 0, cov / np.where(norm > 0, norm, 1), np.nan)
+
+
+def product(x, M) -> np.ndarray:
+    """``x @ M`` as a float64 NumPy array; a Dask ``x`` is read once (computed here)."""
+    if backend.is_dask(x):
+        (out,) = backend.compute(x @ M)
+        return np.asarray(backend.to_numpy(out), dtype=np.float64)
+    return np.asarray(backend.to_numpy(x @ M), dtype=np.float64)
+
+
+def prepare_field(
+    obj: xr.DataArray,
+    dim,
+    weights=None,
+    *,
+    center: bool = True,
+    standardize: bool = False,
+    what: str = "data",
+) -> Field:
+    """The :class:`Field` of ``obj``: one read for NaN counts, means and standard deviations."""
+    layout = Layout.from_dataarray(obj, dim)
+    a = layout.to_matrix(obj)
+    if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
+        raise TypeError(f"The {what} must be real numbers, got dtype {a.dtype}.")
+    w = weights_vector(layout, weights)
+    nans, mean, var = _moments(a)
+    m = a.shape[0]
+    partial = (nans > 0) & (nans < m)
+    if partial.any():
+        where = layout.feature_locator()(np.flatnonzero(partial))
+        raise MissingValueError(
+            f"The {what} have NaN at some but not all samples of {int(partial.sum())} "
+            f"feature(s): {where}. Features that are NaN at every sample are left out; fill "
+            "the others first (e.g. `da.interpolate_na(dim)`) or drop them (`da.dropna(...)`)."
+        )
+    kept = nans == 0
+    if not kept.any():
+        raise ValueError(f"The {what} are NaN everywhere: no feature to decompose.")
+    std = np.sqrt(var[kept])
+    scale = np.ones(int(kept.sum())) if w is None else w[kept]
+    if standardize:
+        with np.errstate(divide="ignore"):
+            scale = np.where(std > 0, scale / np.where(std > 0, std, 1), 0.0)
+    data = a if kept.all() else a[:, np.flatnonzero(kept)]
+    dtype = np.float32 if a.dtype == np.float32 else np.float64
+    mean = mean[kept] if center else np.zeros(int(kept.sum()))
+    return Field(layout, data, kept, mean, scale, std, dtype)
+
+
+def _moments(a):
+    """Per feature: NaN count, mean and variance (``ddof=0``) of the present values."""
+    if backend.is_dask(a):
+        import dask.array as da
+
+        x = a.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            parts = backend.compute(
+                da.isnan(x).sum(axis=0), da.nanmean(x, axis=0), da.nanvar(x, axis=0)
+            )
+        return tuple(np.asarray(p) for p in parts)
+    m, n = a.shape
+    nans, mean, var = np.empty(n), np.empty(n), np.empty(n)
+    step = max(1, BLOCK_VALUES // max(m, 1))
+    for j in range(0, n, step):
+        x = np.asarray(a[:, j : j + step], dtype=np.float64)
+        nans[j : j + step] = np.isnan(x).sum(axis=0)
+        present = nans[j : j + step] < m
+        mu = np.zeros(x.shape[1])
+        mu[present] = np.nanmean(x[:, present], axis=0)
+        mean[j : j + step] = np.where(present, mu, np.nan)
+        v = np.zeros(x.shape[1])
+        v[present] = np.nanvar(x[:, present], axis=0)
+        var[j : j + step] = np.where(present, v, np.nan)
+    return nans, mean, var
