@@ -65,6 +65,38 @@ def gpu_available() -> bool:
 _GPU = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="needs CuPy and a GPU")]
 
 
+def strict_available() -> bool:
+    """True when array-api-strict (the strict second device the GPU path is tested on) is
+    installed."""
+    try:
+        import array_api_strict  # noqa: F401
+    except ImportError:
+        return False
+    # its moves between devices call np.asarray(copy=...): NumPy 2 (the minimum-versions
+    # run, on NumPy 1.26, skips these tests)
+    return int(np.__version__.split(".")[0]) >= 2
+
+
+#: array-api-strict's second device: it refuses implicit conversion to NumPy and mixing
+#: devices, as CuPy does, so the device path is checked on every run without a GPU.
+_STRICT = [
+    pytest.mark.skipif(not strict_available(), reason="needs array-api-strict and NumPy >= 2")
+]
+
+
+def strict_device():
+    import array_api_strict
+
+    return array_api_strict.Device("device1")
+
+
+def on_strict_device(a):
+    """A NumPy array put on array-api-strict's second device."""
+    import array_api_strict
+
+    return array_api_strict.asarray(np.asarray(a), device=strict_device())
+
+
 @dataclass(frozen=True)
 class Backend:
     """Puts a NumPy test matrix on one backend and brings results back to NumPy."""
@@ -76,6 +108,8 @@ class Backend:
         return self.name.startswith("dask")
 
     def __call__(self, a: np.ndarray):
+        if self.name == "strict":
+            return on_strict_device(a)
         if "cupy" in self.name:
             import cupy
 
@@ -98,13 +132,16 @@ class Backend:
 
 
 def _to_numpy(x):
-    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
+    from xsvd.core import backend
+
+    return backend.to_numpy(x)
 
 
 BACKENDS = [
     "numpy",
     "dask-samples",
     "dask-features",
+    pytest.param("strict", marks=_STRICT),
     pytest.param("cupy", marks=_GPU),
     pytest.param("dask-cupy", marks=_GPU),
 ]
@@ -112,7 +149,8 @@ BACKENDS = [
 
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> Backend:
-    """Each core test once per backend (CuPy ones skip without a GPU)."""
+    """Each core test once per backend (CuPy ones skip without a GPU; "strict" is
+    array-api-strict's second device, which stands for one in every run)."""
     return Backend(request.param)
 
 

@@ -7,6 +7,13 @@ type of an array or imports CuPy. CuPy and Dask are imported lazily, so
 importing xsvd never needs either (dask is a core dependency but is still only
 imported where used).
 
+Array modules are found by ``array_api_compat.array_namespace``: NumPy and
+CuPy are named by their own modules (:func:`namespace`), and every array
+module gets its array-API namespace (:func:`api`, the one the core's kernels
+use), so NumPy, CuPy and any conforming library (array-api-strict's second
+device in the tests) run the same code. Data leave or enter a device in one
+place only, :func:`transfer`, which counts every move (:data:`TRANSFERS`).
+
 *Packed* arrays hold values in fewer bits than their dtype (xsvd's 2-bit
 genotypes, :class:`xsvd.PackedGenotypes`). This module knows them only by a
 small protocol, not by their class:
@@ -34,7 +41,20 @@ __all__ = [
     "is_packed",
     "chunk_type",
     "namespace",
+    "api",
+    "is_numpy",
+    "device",
+    "maybe_any",
+    "astype",
+    "reshape",
+    "column_sumsq",
+    "to_dtype",
+    "numpy_dtype",
     "array_module",
+    "transfer",
+    "TRANSFERS",
+    "Transfers",
+    "to_scalar",
     "where",
     "on_backend_of",
     "map_blocks",
@@ -107,19 +127,104 @@ def bytes_per_value(x: Any) -> float:
     meta = chunk_type(x)
     if is_packed(meta):
         return meta.bits_per_value / 8
-    return float(np.dtype(x.dtype).itemsize)
+    return float(numpy_dtype(x.dtype).itemsize)
+
+
+def _api_of(meta):
+    """The array-API namespace of an in-memory array (array_api_compat's wrappers for NumPy
+    and CuPy); NumPy's for Python and NumPy scalars."""
+    import array_api_compat
+
+    try:
+        return array_api_compat.array_namespace(meta)
+    except TypeError:
+        return array_api_compat.array_namespace(np.asarray(meta))
+
+
+def _storage(x: Any) -> Any:
+    meta = chunk_type(x)
+    return meta.data if is_packed(meta) else meta
 
 
 def namespace(x: Any):
-    """The array module (numpy or cupy) that operates on ``x`` or on its chunks."""
-    meta = chunk_type(x)
-    if is_packed(meta):
-        meta = meta.data
-    if is_cupy(meta):
+    """The array module that operates on ``x`` or on its chunks: ``numpy`` or ``cupy``
+    themselves, or the array-API namespace of any other library."""
+    import array_api_compat
+
+    xp = _api_of(_storage(x))
+    if array_api_compat.is_numpy_namespace(xp):
+        return np
+    if array_api_compat.is_cupy_namespace(xp):
         import cupy
 
         return cupy
-    return np
+    return xp
+
+
+def api(x: Any):
+    """The array-API namespace of ``x`` (or of its chunks): what the core's kernels use."""
+    return _api_of(_storage(x))
+
+
+def device(x: Any) -> Any:
+    """The device of ``x`` (of its storage, for packed data), for creation functions."""
+    import array_api_compat
+
+    return array_api_compat.device(_storage(x))
+
+
+def maybe_any(x) -> bool:
+    """Whether any value of the boolean array ``x`` is true, where finding out costs
+    nothing (NumPy); True (assume so) where it would take a transfer from a device."""
+    if isinstance(x, np.ndarray | np.generic):
+        return bool(x.any())
+    return True
+
+
+def column_sumsq(x):
+    """Per column, the sum of squares of a 2-D array, in its dtype: one sweep (``einsum``
+    on NumPy and CuPy, the standard's ``vecdot`` elsewhere)."""
+    xp = namespace(x)
+    if xp is np or is_cupy(x):
+        return xp.einsum("ij,ij->j", x, x)
+    return api(x).vecdot(x, x, axis=-2)
+
+
+def astype(x, dtype, copy: bool = True):
+    """``x`` in ``dtype`` (a NumPy dtype or its name), for any array: NumPy, CuPy, Dask or
+    another array-API library."""
+    if isinstance(x, np.ndarray | np.generic) or is_cupy(x) or is_dask(x):
+        return x.astype(numpy_dtype(dtype), copy=copy)
+    xp = api(x)
+    return xp.astype(x, to_dtype(xp, dtype), copy=copy)
+
+
+def reshape(x, shape):
+    """``x`` reshaped, for any array (a method of NumPy, CuPy and Dask arrays; the
+    standard's function for others)."""
+    if isinstance(x, np.ndarray | np.generic) or is_cupy(x) or is_dask(x) or is_packed(x):
+        return x.reshape(shape)
+    return api(x).reshape(x, tuple(shape))
+
+
+def is_numpy(x: Any) -> bool:
+    """True for NumPy data (or Dask/packed data over NumPy)."""
+    return namespace(x) is np
+
+
+def numpy_dtype(dtype) -> np.dtype:
+    """The NumPy dtype of a dtype of any array library (array-API dtypes by name)."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        name = str(dtype).rsplit(".", 1)[-1]
+        return np.dtype(name)
+
+
+def to_dtype(xp, dtype):
+    """The dtype of namespace ``xp`` named like ``dtype`` (a NumPy dtype or its name)."""
+    name = numpy_dtype(dtype).name
+    return getattr(xp, name, None) or np.dtype(name)  # dask.array names none
 
 
 def array_module(x: Any):
@@ -128,7 +233,7 @@ def array_module(x: Any):
         import dask.array as da
 
         return da
-    return namespace(x)
+    return namespace(x)  # numpy, cupy, or another library's array-API namespace
 
 
 def where(condition, x, y):
@@ -139,14 +244,14 @@ def where(condition, x, y):
 
             return da.where(condition, x, y)
     for arg in (condition, x, y):
-        if is_cupy(arg):
-            return namespace(arg).where(condition, x, y)
+        if hasattr(arg, "shape") and not isinstance(arg, np.ndarray | np.generic):
+            return api(arg).where(condition, x, y)
     return np.where(condition, x, y)
 
 
 def on_backend_of(vector, like):
-    """A small NumPy array moved to the memory of ``like`` (GPU when it or its chunks are CuPy)."""
-    return namespace(like).asarray(vector)
+    """A small host array moved to the memory of ``like`` (the device it or its chunks are on)."""
+    return transfer(vector, like)
 
 
 def row_like(row, x):
@@ -186,23 +291,100 @@ def persist(*xs, **kwargs):
     return xs
 
 
+class Transfers:
+    """Counts of the moves between host and device memory made by :func:`transfer`.
+
+    ``log`` holds ``(direction, values)`` for every move (``"to_host"`` or
+    ``"to_device"``); tests reset it and look at it (``backend.TRANSFERS``).
+    """
+
+    def __init__(self):
+        self.log: list[tuple[str, int]] = []
+
+    def reset(self) -> None:
+        self.log.clear()
+
+    def count(self, direction: str, larger_than: int = -1) -> int:
+        """Moves in ``direction`` of more than ``larger_than`` values."""
+        return sum(1 for d, size in self.log if d == direction and size > larger_than)
+
+    def largest(self, direction: str) -> int:
+        """The most values of one move in ``direction`` (0 when none)."""
+        return max((size for d, size in self.log if d == direction), default=0)
+
+
+#: Every move between host and device since the last ``reset()``.
+TRANSFERS = Transfers()
+
+
+def _size(x) -> int:
+    size = 1
+    for s in getattr(x, "shape", ()):
+        size *= int(s)
+    return size
+
+
+def transfer(x: Any, like: Any = None) -> Any:
+    """``x`` moved to the memory of ``like`` (None: to the host, as NumPy): the only place
+    where data leave or enter a device, so that every move is counted (:data:`TRANSFERS`).
+
+    NumPy to NumPy is no move (``np.asarray``, nothing counted).
+    """
+    import array_api_compat
+
+    if like is None:  # to the host
+        if is_cupy(x):
+            TRANSFERS.log.append(("to_host", _size(x)))
+            return x.get()
+        if isinstance(x, np.ndarray | np.generic | float | int | bool | list | tuple):
+            return np.asarray(x)
+        xp = _api_of(x)
+        if array_api_compat.is_numpy_namespace(xp):
+            return np.asarray(x)
+        TRANSFERS.log.append(("to_host", _size(x)))
+        host = xp.__array_namespace_info__().default_device()
+        return np.asarray(array_api_compat.to_device(x, host))
+    target = api(like)
+    if array_api_compat.is_numpy_namespace(target):
+        return np.asarray(x) if not is_packed(x) else x
+    if array_api_compat.is_cupy_namespace(target):
+        TRANSFERS.log.append(("to_device", _size(x)))
+        import cupy
+
+        return cupy.asarray(x)
+    device = array_api_compat.device(_storage(like))
+    if not isinstance(x, np.ndarray | np.generic) and hasattr(x, "shape") and api(x) is target:
+        if array_api_compat.device(x) == device:
+            return x  # already there
+        TRANSFERS.log.append(("to_device", _size(x)))
+        return array_api_compat.to_device(x, device)
+    TRANSFERS.log.append(("to_device", _size(x)))
+    return target.asarray(np.asarray(x), device=device)
+
+
 def to_numpy(x: Any) -> np.ndarray:
-    """A NumPy copy of an in-memory NumPy or CuPy array."""
-    if is_cupy(x):
-        return x.get()
-    return np.asarray(x)
+    """A NumPy copy of an in-memory array of any library (counted when it leaves a device)."""
+    return transfer(x)
 
 
-def standard_normal(xp, seed: int | None, shape: tuple[int, ...], dtype) -> Any:
-    """Gaussian test matrix for backend ``xp`` (numpy or cupy): the same numbers on every device.
+def to_scalar(x: Any) -> float:
+    """A 0-d (or one-value) array of any library as a Python float, on the host."""
+    return float(transfer(x).reshape(()))
+
+
+def standard_normal(xp, seed: int | None, shape: tuple[int, ...], dtype, like=None) -> Any:
+    """Gaussian test matrix for backend ``xp``: the same numbers on every device.
 
     Drawn on the host by NumPy's Generator (``np.random.default_rng(seed)``,
-    in float64, then cast) and moved to the device that holds the data: it
-    has only ``thin side x l`` entries, so a seed gives the same matrix on
-    NumPy and CuPy, whatever the compute precision.
+    in float64, then cast) and moved to the device that holds the data
+    (``like``, or CuPy's current device when ``xp`` is CuPy): it has only
+    ``thin side x l`` entries, so a seed gives the same matrix on NumPy and
+    CuPy, whatever the compute precision.
     """
     z = np.random.default_rng(seed).standard_normal(shape).astype(dtype, copy=False)
-    return z if xp is np else xp.asarray(z)
+    if xp is np:
+        return z
+    return transfer(z, like if like is not None else xp.empty((0,)))
 
 
 # ------------------------------------------------------------------ devices
@@ -229,14 +411,14 @@ def _block_to_cupy(b):
     import cupy
 
     if is_packed(b):
-        return b.with_data(cupy.asarray(b.data))
-    return cupy.asarray(b)
+        return b.with_data(transfer(b.data, cupy.empty((0,))))
+    return transfer(b, cupy.empty((0,)))
 
 
 def _block_to_numpy(b):
     if is_packed(b):
-        return b.with_data(to_numpy(b.data))
-    return to_numpy(b)
+        return b.with_data(transfer(b.data))
+    return transfer(b)
 
 
 def to_cupy(x: Any) -> Any:
@@ -247,7 +429,7 @@ def to_cupy(x: Any) -> Any:
         return x.map_blocks(_block_to_cupy, dtype=x.dtype, meta=meta)
     if is_packed(x) or is_cupy(x):
         return _block_to_cupy(x)
-    return cupy.asarray(x)
+    return transfer(x, cupy.empty((0,)))
 
 
 def to_host(x: Any) -> Any:
@@ -282,7 +464,7 @@ def compute_dtype(dtype, requested=None) -> np.dtype:
         if out not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise ValueError(f"dtype must be float32 or float64, got {out}.")
         return out
-    dtype = np.dtype(dtype)
+    dtype = numpy_dtype(dtype)
     if dtype == np.float64:
         return np.dtype(np.float64)
     if dtype.kind in "biuf":

@@ -121,8 +121,8 @@ def fix_signs(U, V):
     so ``U @ diag(S) @ V.T`` is unchanged. NaN rows of ``V`` must not be set
     yet.
     """
-    sign = ((V.max(axis=0) + V.min(axis=0)) >= 0) * 2 - 1
-    sign = sign.astype(V.dtype)
+    xp = backend.array_module(V)
+    sign = backend.astype((xp.max(V, axis=0) + xp.min(V, axis=0)) >= 0, V.dtype) * 2 - 1
     return U * sign, V * sign
 
 
@@ -174,9 +174,9 @@ def eps_tolerance(dtype) -> float:
 def frobenius_norm(S):
     """``sqrt(sum(S**2))`` without overflow or underflow (NumPy, CuPy or Dask)."""
     xp = backend.array_module(S)
-    top = S.max()
+    top = xp.max(S)
     top = xp.where(top > 0, top, 1.0)
-    return top * xp.sqrt(((S / top) ** 2).sum())
+    return top * xp.sqrt(xp.sum((S / top) ** 2))
 
 
 def variance_ratio(S, total_ss, total_norm=None):

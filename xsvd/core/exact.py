@@ -81,7 +81,7 @@ def exact_svd(
     (read,) = split_options(options, (Preprocessing,), "exact_svd")
     m, n = a.shape
     k = validate_shape(m, n, k, center=read.center, required=False)
-    dtype = np.float32 if a.dtype == np.float32 else np.float64
+    dtype = np.float32 if backend.numpy_dtype(a.dtype) == np.float32 else np.float64
     # float32 data whose values or weights float32 cannot multiply: B is made in
     # float64, then brought near 1 and decomposed in float32
     wide = dtype == np.float32 and _beyond_float32(a, weights)
@@ -93,13 +93,13 @@ def exact_svd(
     if backend.is_dask(B):
         U, S, V = _tsqr_svd(B)
     else:
-        U, S, Vt = backend.namespace(B).linalg.svd(B, full_matrices=False)
+        U, S, Vt = backend.api(B).linalg.svd(B, full_matrices=False)
         V = Vt.T
     # float64 results whatever the input, as from the compressed solver
-    U, S, V = (x.astype(np.float64) for x in (U, S, V))
+    U, S, V = (backend.astype(x, np.float64) for x in (U, S, V))
     if scale is not None:
         S = S / scale
-    total_ss = (S**2).sum()
+    total_ss = backend.array_module(S).sum(S**2)
     total_norm = frobenius_norm(S)
     if k is not None:
         U, S, V = U[:, :k], S[:k], V[:, :k]
@@ -120,33 +120,42 @@ def _prepare(a, dtype, center: bool, weights, rule: MissingRule, locate):
     """``B`` as a float array of the data's kind, its feature means and all-missing mask."""
     xp = backend.array_module(a)  # numpy, cupy or dask.array: the same code for each
     m = a.shape[0]
-    B = a.astype(dtype)
-    if np.dtype(a.dtype).kind in "fc":  # every block of B waits for the check of its features
+    f64 = backend.to_dtype(xp, np.float64)
+    B = backend.astype(a, dtype)
+    if backend.numpy_dtype(a.dtype).kind in "fc":  # every block of B waits for its check
         infinite = backend.map_blocks(
-            _checked_finite, xp.isinf(B).any(axis=0), locate, dtype=bool, meta=_bool_meta(B)
+            _checked_finite, xp.any(xp.isinf(B), axis=0), locate, dtype=bool, meta=_bool_meta(B)
         )
         B = backend.map_blocks(_after_check, B, infinite[None, :], dtype=dtype)
     nan_mask = None
     if rule.fills:
         mask = rule.mask(xp, B)
-        zeroed = xp.where(mask, 0, B)
-        present = m - mask.sum(axis=0)
+        zeroed = xp.where(mask, 0.0, B)
+        present = m - xp.count_nonzero(mask, axis=0)
         nan_mask = present == 0
-        fill = (zeroed.sum(axis=0, dtype=np.float64) / xp.maximum(present, 1)).astype(dtype)
+        divisor = backend.astype(xp.maximum(present, 1), np.float64)
+        fill = backend.astype(xp.sum(zeroed, axis=0, dtype=f64) / divisor, dtype)
         B = xp.where(mask, fill[None, :], zeroed)
     elif rule.active:
         isnan = xp.isnan(B)
         nan_mask = backend.map_blocks(
-            _checked_mask, isnan.sum(axis=0), m, locate, dtype=bool, meta=_bool_meta(B)
+            _checked_mask,
+            xp.count_nonzero(isnan, axis=0),
+            m,
+            locate,
+            dtype=bool,
+            meta=_bool_meta(B),
         )
         # every block of B waits for the NaN check of its features
-        B = backend.map_blocks(_after_check, xp.where(isnan, 0, B), nan_mask[None, :], dtype=dtype)
+        B = backend.map_blocks(
+            _after_check, xp.where(isnan, 0.0, B), nan_mask[None, :], dtype=dtype
+        )
     mean = None
     if center:
-        mean = B.mean(axis=0, dtype=np.float64)
-        B = B - mean.astype(dtype)
+        mean = xp.sum(B, axis=0, dtype=f64) / m
+        B = B - backend.astype(mean, dtype)
     if weights is not None:
-        B = B * backend.on_backend_of(weights, B).astype(dtype)
+        B = B * backend.astype(backend.on_backend_of(weights, B), dtype)
     return B, mean, nan_mask
 
 
@@ -170,7 +179,7 @@ def _beyond_float32(a, weights) -> bool:
         flat = a.reshape(-1)
         top = max(float(np.fmax.reduce(flat)), -float(np.fmin.reduce(flat)))
     else:
-        top = float(xp.nanmax(xp.abs(a)))
+        top = backend.to_scalar(xp.max(xp.where(xp.isnan(a), 0.0, xp.abs(a))))
     return bool(np.isfinite(top) and 0 < top and not low <= top <= high)
 
 
@@ -183,25 +192,27 @@ def _in_range(B, wide: bool = False):
     unchanged). Dask: the scale is a lazy 0-d array (1 where none is
     needed); NumPy and CuPy: nothing is multiplied where none is needed.
     """
-    if (B.dtype != np.float32 and not wide) or B.size == 0:
-        return (B.astype(np.float32), None) if wide else (B, None)
+    if (backend.numpy_dtype(B.dtype) != np.float32 and not wide) or B.size == 0:
+        return (backend.astype(B, np.float32), None) if wide else (B, None)
     xp = backend.array_module(B)
-    amax = xp.maximum(B.max(), -B.min())
+    amax = xp.maximum(xp.max(B), -xp.min(B))
     low, high = (0, 0) if wide else FLOAT32_SAFE
-    limit = int(np.finfo(B.dtype).maxexp) - 3
+    limit = int(np.finfo(backend.numpy_dtype(B.dtype)).maxexp) - 3
     if backend.is_dask(B):
         exponent = xp.clip(-xp.frexp(amax.astype(np.float64))[1], -limit, limit)
         needed = (amax > 0) & ((amax < 2.0**low) | (amax > 2.0**high))
         scale = xp.where(needed, xp.ldexp(1.0, exponent), 1.0)
         return (B * scale.astype(B.dtype)).astype(np.float32), scale
-    amax = float(amax)
+    amax = backend.to_scalar(amax)
     if amax == 0 or 2.0**low <= amax <= 2.0**high:
-        return B.astype(np.float32, copy=False), None
+        return backend.astype(B, np.float32, copy=False), None
     scale = 2.0 ** int(np.clip(-np.frexp(amax)[1], -limit, limit))
-    return (B * B.dtype.type(scale)).astype(np.float32, copy=False), scale
+    return backend.astype(B * scale, np.float32, copy=False), scale
 
 
 def _bool_meta(B):
+    if not backend.is_dask(B):
+        return None  # only Dask's map_blocks takes a meta
     return backend.namespace(B).empty((0,), dtype=bool)
 
 

@@ -122,7 +122,7 @@ def missing_rule(dtype, missing: str, negative_missing: bool | None = None) -> M
         )
     if negative_missing not in (None, True, False):
         raise ValueError(f"negative_missing must be True, False or None, got {negative_missing!r}.")
-    floating = np.dtype(dtype).kind in "fc"
+    floating = backend.numpy_dtype(dtype).kind in "fc"
     if missing == "mean":
         negative = not floating if negative_missing is None else bool(negative_missing)
         return MissingRule("mean", negative=negative)

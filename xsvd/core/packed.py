@@ -43,9 +43,11 @@ _BYTE_CALLED = (~np.isnan(_BYTE_VALUES)).sum(axis=1).astype(np.int64)
 _tables: dict = {}
 
 
-def _table(xp, name: str, dtype=None):
-    """Lookup tables on the data's backend (copied to the GPU once)."""
-    key = (xp.__name__, name, None if dtype is None else np.dtype(dtype).str)
+def _table(xp, name: str, dtype=None, like=None):
+    """Lookup tables on the data's backend (copied to the GPU once); ``like``: an array on the
+    device they go to (for array-API libraries with several devices)."""
+    where = None if like is None or xp is np else str(backend.device(like))
+    key = (xp.__name__, where, name, None if dtype is None else np.dtype(dtype).str)
     if key not in _tables:
         host = {
             "values": _BYTE_VALUES,
@@ -55,7 +57,7 @@ def _table(xp, name: str, dtype=None):
         }[name]
         if dtype is not None:
             host = host.astype(dtype)
-        _tables[key] = xp.asarray(host)
+        _tables[key] = xp.asarray(host) if like is None else backend.on_backend_of(host, like)
     return _tables[key]
 
 
@@ -120,7 +122,7 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
     bits_per_value = 2
 
     def __init__(self, data, n: int, offset: int = 0, transposed: bool = False):
-        if data.dtype != np.uint8 or data.ndim != 2:
+        if backend.numpy_dtype(data.dtype) != np.uint8 or data.ndim != 2:
             raise TypeError("PackedGenotypes needs a 2-D uint8 array of packed bytes.")
         if not 0 <= offset < 4:
             raise ValueError("offset must be 0, 1, 2 or 3.")
@@ -197,9 +199,14 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
         s, e = self.offset + cols[0], self.offset + cols[1]
         b0, b1 = s // 4, (e + 3) // 4
         raw = self.data[r0:r1, b0:b1]
-        # (r, bytes, 4); take() is an order of magnitude faster than fancy indexing
-        values = xp.take(_table(xp, "values", dtype), raw, axis=0)
-        return values.reshape(r1 - r0, (b1 - b0) * 4)[:, s - 4 * b0 : e - 4 * b0]
+        if xp is np or backend.is_cupy(raw):
+            # (r, bytes, 4); take() is an order of magnitude faster than fancy indexing
+            values = xp.take(_table(xp, "values", dtype), raw, axis=0)
+        else:  # the standard's take: indices in one dimension
+            table = _table(xp, "values", dtype, like=raw)
+            values = xp.take(table, xp.reshape(raw, (-1,)), axis=0)
+        values = backend.reshape(values, (r1 - r0, (b1 - b0) * 4))
+        return values[:, s - 4 * b0 : e - 4 * b0]
 
     def unpack(self, dtype=np.float32):
         """All values as a float array on the data's backend (NaN = missing).

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..core import backend
 from .dims import as_dims, default_sample_dim
 
 COMPONENT = "component"
@@ -139,7 +140,7 @@ class Layout:
         data = obj.transpose(*self.sample_dims, *self.feature_dims).data
         if data.ndim == 2:
             return data
-        return data.reshape(self.n_samples, self.n_features)
+        return backend.reshape(data, (self.n_samples, self.n_features))
 
     def _single_labels(self, other: xr.DataArray) -> xr.DataArray:
         """New data with each size-1 feature dim of the data, at the data's label.
@@ -240,7 +241,7 @@ class Layout:
     def label_samples(self, U, name: str, attrs: dict | None = None) -> xr.DataArray:
         """(samples x k) array -> DataArray (*sample_dims, component)."""
         k = U.shape[1]
-        data = U.reshape(*self.sample_shape, k)
+        data = backend.reshape(U, (*self.sample_shape, k))
         coords = {**self._coords_on(self.sample_dims), **self.component_coord(k)}
         return xr.DataArray(
             data, dims=(*self.sample_dims, COMPONENT), coords=coords, name=name, attrs=attrs
@@ -249,7 +250,7 @@ class Layout:
     def label_features(self, V, name: str, attrs: dict | None = None) -> xr.DataArray:
         """(features x k) array -> DataArray (component, *feature_dims)."""
         k = V.shape[1]
-        data = V.T.reshape(k, *self.feature_shape)
+        data = backend.reshape(V.T, (k, *self.feature_shape))
         coords = {**self._coords_on(self.feature_dims), **self.component_coord(k)}
         return xr.DataArray(
             data, dims=(COMPONENT, *self.feature_dims), coords=coords, name=name, attrs=attrs
@@ -258,7 +259,7 @@ class Layout:
     def label_feature_vector(self, x, name: str) -> xr.DataArray:
         """(features,) array -> DataArray over the feature dims."""
         return xr.DataArray(
-            x.reshape(self.feature_shape),
+            backend.reshape(x, self.feature_shape),
             dims=self.feature_dims,
             coords=self._coords_on(self.feature_dims),
             name=name,
@@ -266,7 +267,7 @@ class Layout:
 
     def label_full(self, X, attrs: dict | None = None) -> xr.DataArray:
         """(samples x features) array -> DataArray like the input (dims in its order)."""
-        data = X.reshape(*self.sample_shape, *self.feature_shape)
+        data = backend.reshape(X, (*self.sample_shape, *self.feature_shape))
         out = xr.DataArray(
             data,
             dims=(*self.sample_dims, *self.feature_dims),
@@ -279,7 +280,7 @@ class Layout:
     def label_new_samples(self, U, sample_dims, shape, coords, name: str) -> xr.DataArray:
         k = U.shape[1]
         return xr.DataArray(
-            U.reshape(*shape, k),
+            backend.reshape(U, (*shape, k)),
             dims=(*sample_dims, COMPONENT),
             coords={**coords, **self.component_coord(k)},
             name=name,

@@ -326,7 +326,9 @@ def move_dataarray(obj, device: str | None):
 
     Plain data go through cupy-xarray's accessor (``.cupy.as_cupy()`` /
     ``.cupy.as_numpy()``, lazy for Dask); packed genotypes, which it does not
-    know, are moved chunk by chunk as packed bytes.
+    know, are moved chunk by chunk as packed bytes; data of another array-API
+    library's device (array-api-strict's in the tests) go to the host through
+    :func:`xsvd.core.backend.move` with ``device="cpu"`` ("gpu" means CuPy).
     """
     if device is None:
         return obj
@@ -338,6 +340,9 @@ def move_dataarray(obj, device: str | None):
     if device == "gpu":
         backend.require_cupy()
     if backend.is_packed(obj.data):
+        return obj.copy(data=backend.move(obj.data, device))
+    if device == "cpu" and not backend.is_cupy(backend.chunk_type(obj.data)):
+        # another array-API library's device: its data to the host, through backend.transfer
         return obj.copy(data=backend.move(obj.data, device))
     try:
         import cupy_xarray  # noqa: F401  (registers DataArray.cupy)

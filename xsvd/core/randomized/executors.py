@@ -65,7 +65,9 @@ class Executor(ABC):
     offsets, sizes : list of int
         Start and length of every stripe along ``axis``.
     xp : module
-        The array module of the data's chunks (numpy or cupy).
+        The array module of the data's chunks (numpy, cupy, or another array-API namespace).
+    like : array
+        An array on the data's device (the data, or their chunks' meta), for moves there.
     concrete : bool
         What ``end_pass`` returns is computed (so the solver can look at it
         and decide what to do next); False for one lazy graph.
@@ -75,6 +77,7 @@ class Executor(ABC):
     offsets: list[int]
     sizes: list[int]
     xp: Any
+    like: Any
     concrete: bool = True
 
     @abstractmethod
@@ -131,6 +134,7 @@ class Eager(Executor):
         self.axis = axis
         self.threads = threads
         self.xp = backend.namespace(a)
+        self.like = a
         length = a.shape[axis]
         step = length if stripe is None else stripe
         self.offsets = list(range(0, length, step))
@@ -143,7 +147,7 @@ class Eager(Executor):
         if len(self.offsets) == 1:
             return [[self.a]]
         if self.axis == 0:
-            return [[self.a[o : o + s]] for o, s in zip(self.offsets, self.sizes, strict=True)]
+            return [[self.a[o : o + s, :]] for o, s in zip(self.offsets, self.sizes, strict=True)]
         return [[self.a[:, o : o + s]] for o, s in zip(self.offsets, self.sizes, strict=True)]
 
     def map(self, fn, items, *args, nout: int = 1, per_stripe=()):
@@ -177,6 +181,7 @@ class Lazy(Executor):
         self.graph = _DaskSteps(a, axis, split_every)
         self.axis, self.offsets, self.sizes = axis, self.graph.offsets, self.graph.sizes
         self.xp = backend.namespace(a)
+        self.like = backend.chunk_type(a)
 
     def share(self, value):
         import dask
@@ -221,6 +226,7 @@ class Stepwise(Executor):
         self.graph = _DaskSteps(a, axis, split_every)
         self.axis, self.offsets, self.sizes = axis, self.graph.offsets, self.graph.sizes
         self.xp = backend.namespace(a)
+        self.like = backend.chunk_type(a)
         self.progress = progress
         self.passes_done = 0
 
@@ -281,7 +287,7 @@ def _run_now(fn, items, args, per_stripe, nout: int, threads: int):
 def _concat_now(parts):
     if len(parts) == 1:
         return parts[0]
-    return backend.namespace(parts[0]).concatenate(parts, axis=0)
+    return backend.api(parts[0]).concat(parts, axis=0)
 
 
 class _Stripes:

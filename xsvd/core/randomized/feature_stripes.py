@@ -27,7 +27,14 @@ from .. import backend
 from ..missing import check_infinite, check_nan_counts
 from .plan import Problem, ReadSpec
 from .state import FeatureStats, Sketch, Summable
-from .stripe import fill_missing, measured_magnitudes, stripe_sub, sub_blocks
+from .stripe import (
+    DETECT,
+    fill_missing,
+    measured_magnitudes,
+    stripe_sub,
+    sub_blocks,
+    zero_columns,
+)
 
 
 @dataclass
@@ -48,6 +55,7 @@ class FeatureStripes:
         self.offsets = [int(o) for o in ex.offsets]
         self.weight_parts = self._parts(problem.weights)
         self.scale_parts = self._parts(problem.column_scale)
+        self._nan_columns = None  # (statistics, per-stripe masks or None), see nan_columns
 
     def _parts(self, vector):
         """A per-feature vector cut into every stripe's part (None: None for each)."""
@@ -65,6 +73,10 @@ class FeatureStripes:
         ex, pb = self.ex, self.problem
         basis_ext = ex.call(_with_ones, basis, pb.dtype)
         stripes = ex.stripes(after=None if first else basis)
+        nan_parts = [DETECT] * len(self.offsets) if first else self.nan_columns(stats)
+        fills = [None] * len(self.offsets)
+        if not first and pb.missing.fills and ex.concrete:
+            fills = [s.fill for s in stats]
         Y, sums, stripe_stats = ex.map(
             _read_stripe,
             stripes,
@@ -73,10 +85,26 @@ class FeatureStripes:
             self.spec,
             pb.locate if first else None,
             nout=3,
-            per_stripe=(self.weight_parts, self.scale_parts, self.offsets),
+            per_stripe=(self.weight_parts, self.scale_parts, self.offsets, nan_parts, fills),
         )
         total = ex.sum(sums)
         return Sketch(Y, None, total.cross, total.gram), (stripe_stats if first else stats)
+
+    def nan_columns(self, stats: list) -> list:
+        """Per stripe, what later passes do about missing values (see
+        :data:`.stripe.DETECT`): with ``missing="error"`` and concrete statistics, the
+        stripe's all-NaN mask, or None when none of its features is NaN (one value per
+        stripe to the host, once)."""
+        rule = self.problem.missing
+        if not self.ex.concrete or not rule.active or rule.fills:
+            return [DETECT] * len(self.offsets)
+        if self._nan_columns is None or self._nan_columns[0] is not stats:
+            parts = []
+            for s in stats:
+                some = backend.to_scalar(backend.api(s.nan_mask).any(s.nan_mask))
+                parts.append(s.nan_mask if some else None)
+            self._nan_columns = (stats, parts)
+        return self._nan_columns[1]
 
     def magnitudes(self, stats: list):
         """Every feature's largest magnitude in the data, as read (float64)."""
@@ -98,9 +126,9 @@ class FeatureStripes:
 
 def _with_ones(W, dtype):
     """``[W, 1]`` in the product dtype: the column of ones gives the feature sums."""
-    xp = backend.namespace(W)
-    ones = xp.ones((W.shape[0], 1), dtype=W.dtype)
-    return xp.concatenate([W, ones], axis=1).astype(dtype, copy=False)
+    xp = backend.api(W)
+    ones = xp.ones((W.shape[0], 1), dtype=W.dtype, device=backend.device(W))
+    return xp.astype(xp.concat([W, ones], axis=1), backend.to_dtype(xp, dtype), copy=False)
 
 
 def _unpack(stats: FeatureStats):
@@ -108,41 +136,61 @@ def _unpack(stats: FeatureStats):
 
 
 def _joined(*parts):
-    return backend.namespace(parts[0]).concatenate(parts)
+    return backend.api(parts[0]).concat(parts)
 
 
 def _sum_scalars(*xs):
-    return sum(xs)
+    return sum(xs[1:], xs[0])
 
 
 def _read_stripe(
-    blocks, w, column_scale, offset: int, basis_ext, first: bool, spec: ReadSpec, locate
+    blocks,
+    w,
+    column_scale,
+    offset: int,
+    nan_columns,
+    fill,
+    basis_ext,
+    first: bool,
+    spec: ReadSpec,
+    locate,
 ):
     """One read of a feature stripe ``A_j`` (m x n_j), i.e. rows ``j`` of ``C = B^T``.
 
     ``w`` and ``column_scale`` (powers of two the features are multiplied by as
-    they are converted: rescaled data) are the stripe's parts, or None.
+    they are converted: rescaled data) are the stripe's parts, or None;
+    ``nan_columns``: see :data:`.stripe.DETECT`; ``fill``: ``missing="mean"``,
+    the stripe's fill values from the first pass (None on the first pass).
     """
-    xp = backend.namespace(blocks[0])
-    dtype = basis_ext.dtype
+    xp, dev = backend.api(basis_ext), backend.device(basis_ext)
+    dtype, f64 = basis_ext.dtype, xp.float64
     m, nj = basis_ext.shape[0], blocks[0].shape[1]
     l = basis_ext.shape[1] - 1
     rule = spec.missing
-    wsum = basis_ext[:, :l].astype(np.float64).sum(axis=0)  # 1^T W: centering's correction
-    Y = xp.empty((nj, l), dtype=dtype)
-    sums = StripeSums(xp.zeros((m, l), dtype=np.float64), xp.zeros((l, l), dtype=np.float64))
-    correction = xp.zeros((l,), dtype=np.float64)
-    mean = xp.empty((nj,), dtype=np.float64) if (first and spec.center) else None
-    nan_mask = xp.zeros((nj,), dtype=bool) if (first and rule.active) else None
-    amax = xp.zeros((nj,), dtype=np.float64) if (first and spec.watch_range) else None
-    ss = 0.0
+    wsum = xp.sum(xp.astype(basis_ext[:, :l], f64), axis=0)  # 1^T W: centering's correction
+    Y = xp.empty((nj, l), dtype=dtype, device=dev)
+    sums = StripeSums(
+        xp.zeros((m, l), dtype=f64, device=dev), xp.zeros((l, l), dtype=f64, device=dev)
+    )
+    correction = xp.zeros((l,), dtype=f64, device=dev)
+    mean = xp.empty((nj,), dtype=f64, device=dev) if (first and spec.center) else None
+    nan_mask = xp.zeros((nj,), dtype=xp.bool, device=dev) if (first and rule.active) else None
+    if first and rule.fills:
+        fill = xp.zeros((nj,), dtype=dtype, device=dev)
+    amax = xp.zeros((nj,), dtype=f64, device=dev) if (first and spec.watch_range) else None
+    ss = xp.zeros((), dtype=f64, device=dev)
     for c0, c1 in sub_blocks(nj, m, spec.sub_block):
         sub = stripe_sub(blocks, 1, c0, c1, dtype, column_scale)
-        count = None
-        if rule.active:
-            # every sample of these features is here: missing="mean" fills the
-            # column's own mean of present values
-            sub, count = fill_missing(xp, sub, rule)
+        # every sample of these features is here: missing="mean" fills the
+        # column's own mean of present values
+        known = nan_columns[c0:c1] if hasattr(nan_columns, "shape") else nan_columns
+        if fill is not None and rule.fills and not first:  # the first pass's fill values
+            sub, count = zero_columns(xp, sub, known, rule, fill[c0:c1], count=False)
+        elif fill is not None:  # first pass, missing="mean": keep them
+            sub, count, fill[c0:c1] = fill_missing(xp, sub, rule, with_value=True)
+        else:
+            sub, count = zero_columns(xp, sub, known, rule)
+        if count is not None:
             if nan_mask is not None and rule.fills:
                 nan_mask[c0:c1] = count == m
             elif nan_mask is not None:
@@ -150,30 +198,30 @@ def _read_stripe(
         if amax is not None:
             narrowing = spec.narrowing and column_scale is None
             amax[c0:c1] = measured_magnitudes(sub, blocks, 1, c0, c1, narrowing, count)
-        raw = (sub.T @ basis_ext).astype(np.float64)  # (cs, l + 1): C_s W and feature sums
+        raw = xp.astype(sub.T @ basis_ext, f64)  # (cs, l + 1): C_s W and feature sums
         y = raw[:, :l]
         mu = raw[:, l] / m if spec.center else None
         if mu is not None:
             y = y - mu[:, None] * wsum[None, :]
             if mean is not None:
                 mean[c0:c1] = mu
-        ws = None if w is None else xp.asarray(w[c0:c1])
+        ws = None if w is None else w[c0:c1]
         if ws is not None:
             y = y * ws[:, None]
-        Y[c0:c1] = y
+        Y[c0:c1, :] = xp.astype(y, dtype)
         sums.gram += y.T @ y
         t = y if ws is None else y * ws[:, None]
-        sums.cross += (sub @ t.astype(dtype)).astype(np.float64)
+        sums.cross += xp.astype(sub @ xp.astype(t, dtype), f64)
         if mu is not None:
             correction += mu @ t
         if first:
-            sq = xp.einsum("ij,ij->j", sub, sub).astype(np.float64)
+            sq = xp.astype(backend.column_sumsq(sub), f64)
             if mu is not None:
                 sq = sq - m * mu**2
             if ws is not None:
                 sq = sq * ws**2
-            ss = ss + float(sq.sum())
+            ss = ss + xp.sum(sq)
     sums.cross -= correction[None, :]
     if amax is not None:  # every sample of these features was here: name them now
         check_infinite(~(amax < np.inf), offset=offset, locate=locate)
-    return Y, sums, FeatureStats(mean, ss, nan_mask, amax)
+    return Y, sums, FeatureStats(mean, ss, nan_mask, amax, fill if first else None)

@@ -183,7 +183,7 @@ def watches_range(a) -> bool:
     """Whether the dtype of ``a`` leaves the magnitude of its values open."""
     if backend.is_packed(a):
         return False  # genotypes: 0, 1, 2
-    dtype = np.dtype(a.dtype)
+    dtype = backend.numpy_dtype(a.dtype)
     return dtype.kind in "fc" or (dtype.kind in "iu" and dtype.itemsize >= 4)
 
 

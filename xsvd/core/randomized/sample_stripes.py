@@ -27,7 +27,14 @@ from .. import backend
 from ..missing import check_infinite, check_nan_counts
 from .plan import Problem, ReadSpec
 from .state import FeatureStats, Sketch, Summable
-from .stripe import fill_missing, measured_magnitudes, stripe_sub, sub_block_lines, sub_blocks
+from .stripe import (
+    DETECT,
+    measured_magnitudes,
+    stripe_sub,
+    sub_block_lines,
+    sub_blocks,
+    zero_columns,
+)
 
 
 @dataclass
@@ -61,6 +68,7 @@ class SampleStripes:
         self.spec = problem.read_spec()
         self.weights = ex.share(problem.weights)  # one copy in a graph, shared by small tasks
         self.column_scale = ex.share(problem.column_scale)
+        self._nan_columns = None  # (statistics, the mask or None), see nan_columns
 
     def prepare(self):
         """``missing="mean"``: each feature's mean over its present values (one read).
@@ -87,8 +95,18 @@ class SampleStripes:
             fill = ex.call(_scaled_fill, fill, self.column_scale, pb.dtype)
         elif fill is not None and pb.narrowing:
             fill = ex.call(_as_dtype, fill, pb.dtype)
+        nan_columns = DETECT if first else self.nan_columns(stats)
         Y, sums = ex.map(
-            _read_stripe, stripes, basis_w, shift, first, self.spec, fill, self.column_scale, nout=2
+            _read_stripe,
+            stripes,
+            basis_w,
+            shift,
+            first,
+            self.spec,
+            fill,
+            self.column_scale,
+            nan_columns,
+            nout=2,
         )
         total = ex.sum(sums)
         if first:
@@ -100,6 +118,19 @@ class SampleStripes:
             _centered, total, basis_w, mean, self.weights, pb.n_samples, nout=3
         )
         return Sketch(Y, mean_row, cross, gram), stats
+
+    def nan_columns(self, stats: FeatureStats):
+        """What later passes do about missing values (see :data:`.stripe.DETECT`): with
+        ``missing="error"`` and concrete statistics, the first pass's all-NaN mask, or None
+        when no feature is NaN (one value to the host, once)."""
+        rule = self.problem.missing
+        if not self.ex.concrete or not rule.active or rule.fills:
+            return DETECT
+        if self._nan_columns is None or self._nan_columns[0] is not stats:
+            mask = stats.nan_mask
+            some = backend.to_scalar(backend.api(mask).any(mask))
+            self._nan_columns = (stats, mask if some else None)
+        return self._nan_columns[1]
 
     def magnitudes(self, stats: FeatureStats):
         """Every feature's largest magnitude in the data, as read (float64)."""
@@ -119,35 +150,39 @@ class SampleStripes:
 # ------------------------------------------------------------------ kernels
 
 
-def _read_stripe(blocks, basis_w, shift, first: bool, spec: ReadSpec, fill, column_scale):
+def _read_stripe(
+    blocks, basis_w, shift, first: bool, spec: ReadSpec, fill, column_scale, nan_columns=DETECT
+):
     """One read of a sample stripe: ``Y_i = A_i D W`` and ``A_i^T [Y_i, 1]`` (and more).
 
     ``shift`` (the feature means, when known) is subtracted from each
     sub-block before it is multiplied; missing values are replaced by
-    ``fill`` (``missing="mean"``) or zero first. ``column_scale``: powers of
-    two the features are multiplied by as they are converted (rescaled data).
+    ``fill`` (``missing="mean"``) or zero first (only in the features
+    ``nan_columns`` names, when known: see :data:`.stripe.DETECT`).
+    ``column_scale``: powers of two the features are multiplied by as they are
+    converted (rescaled data).
     """
-    xp = backend.namespace(blocks[0])
-    dtype = basis_w.dtype
+    xp, dev = backend.api(basis_w), backend.device(basis_w)
+    dtype, f64 = basis_w.dtype, xp.float64
     mi, (n, l) = blocks[0].shape[0], basis_w.shape
     rule = spec.missing
-    Y = xp.empty((mi, l), dtype=dtype)
+    Y = xp.empty((mi, l), dtype=dtype, device=dev)
     sums = StripeSums(
-        cross=xp.zeros((n, l + 1), dtype=np.float64),
-        gram=xp.zeros((l, l), dtype=np.float64),
-        sketch_sum=xp.zeros((l,), dtype=np.float64),
-        sumsq=xp.zeros((n,), dtype=np.float64) if first else None,
-        missing_count=xp.zeros((n,), dtype=np.int64) if (first and rule.active) else None,
-        amax=xp.zeros((n,), dtype=np.float64) if (first and spec.watch_range) else None,
+        cross=xp.zeros((n, l + 1), dtype=f64, device=dev),
+        gram=xp.zeros((l, l), dtype=f64, device=dev),
+        sketch_sum=xp.zeros((l,), dtype=f64, device=dev),
+        sumsq=xp.zeros((n,), dtype=f64, device=dev) if first else None,
+        missing_count=xp.zeros((n,), dtype=xp.int64, device=dev)
+        if (first and rule.active)
+        else None,
+        amax=xp.zeros((n,), dtype=f64, device=dev) if (first and spec.watch_range) else None,
     )
-    ext = xp.ones((min(mi, sub_block_lines(n, spec.sub_block)), l + 1), dtype=dtype)
+    ext = xp.ones((min(mi, sub_block_lines(n, spec.sub_block)), l + 1), dtype=dtype, device=dev)
     for r0, r1 in sub_blocks(mi, n, spec.sub_block):
         sub = stripe_sub(blocks, 0, r0, r1, dtype, column_scale)
-        count = None
-        if rule.active:
-            sub, count = fill_missing(xp, sub, rule, fill)
-            if sums.missing_count is not None:
-                sums.missing_count += count
+        sub, count = zero_columns(xp, sub, nan_columns, rule, fill, count=first)
+        if sums.missing_count is not None:
+            sums.missing_count += count
         if sums.amax is not None:
             narrowing = spec.narrowing and column_scale is None
             mag = measured_magnitudes(sub, blocks, 0, r0, r1, narrowing, count)
@@ -155,28 +190,30 @@ def _read_stripe(blocks, basis_w, shift, first: bool, spec: ReadSpec, fill, colu
         if shift is not None:
             sub = sub - shift
         y = sub @ basis_w
-        Y[r0:r1] = y
-        e = ext[: r1 - r0]
+        Y[r0:r1, :] = y
+        e = ext[: r1 - r0, :]
         e[:, :l] = y
-        sums.cross += (sub.T @ e).astype(np.float64)
-        y64 = y.astype(np.float64)
+        sums.cross += xp.astype(sub.T @ e, f64)
+        y64 = xp.astype(y, f64)
         sums.gram += y64.T @ y64
-        sums.sketch_sum += y64.sum(axis=0)
+        sums.sketch_sum += xp.sum(y64, axis=0)
         if sums.sumsq is not None:
-            sums.sumsq += xp.einsum("ij,ij->j", sub, sub).astype(np.float64)
+            sums.sumsq += xp.astype(backend.column_sumsq(sub), f64)
     return Y, sums
 
 
 def _read_present(blocks, spec: ReadSpec):
     """Per-feature sum and count of the present values in a sample stripe."""
-    xp = backend.namespace(blocks[0])
+    xp, dev = backend.api(blocks[0]), backend.device(blocks[0])
     mi, n = blocks[0].shape[0], sum(b.shape[1] for b in blocks)
-    out = PresentSums(xp.zeros((n,), dtype=np.float64), xp.zeros((n,), dtype=np.int64))
+    out = PresentSums(
+        xp.zeros((n,), dtype=xp.float64, device=dev), xp.zeros((n,), dtype=xp.int64, device=dev)
+    )
     for r0, r1 in sub_blocks(mi, n, spec.sub_block):
         sub = stripe_sub(blocks, 0, r0, r1, np.float64 if spec.narrowing else spec.dtype)
         mask = spec.missing.mask(xp, sub)
-        out.sums += xp.where(mask, sub.dtype.type(0), sub).sum(axis=0, dtype=np.float64)
-        out.counts += (r1 - r0) - mask.sum(axis=0)
+        out.sums += xp.sum(xp.where(mask, 0.0, sub), axis=0, dtype=xp.float64)
+        out.counts += (r1 - r0) - xp.astype(xp.count_nonzero(mask, axis=0), xp.int64)
     return out
 
 
@@ -184,23 +221,27 @@ def _read_present(blocks, spec: ReadSpec):
 
 
 def _present_means(total: PresentSums, dtype):
-    xp = backend.namespace(total.sums)
-    return (total.sums / xp.maximum(total.counts, 1)).astype(dtype)
+    xp = backend.api(total.sums)
+    counts = xp.astype(xp.maximum(total.counts, 1), xp.float64)
+    return xp.astype(total.sums / counts, backend.to_dtype(xp, dtype))
 
 
 def _weighted_basis(W, w, dtype):
     """``D W`` in the product dtype."""
+    xp = backend.api(W)
     out = W if w is None else W * w[:, None]
-    return out.astype(dtype, copy=False)
+    return xp.astype(out, backend.to_dtype(xp, dtype), copy=False)
 
 
 def _as_dtype(x, dtype):
-    return x.astype(dtype)
+    xp = backend.api(x)
+    return xp.astype(x, backend.to_dtype(xp, dtype))
 
 
 def _scaled_fill(fill, column_scale, dtype):
     """The fill values in the units of rescaled data (multiplied in float64: exact)."""
-    return (fill.astype(np.float64) * column_scale).astype(dtype)
+    xp = backend.api(fill)
+    return xp.astype(xp.astype(fill, xp.float64) * column_scale, backend.to_dtype(xp, dtype))
 
 
 def _first_pass_stats(total: StripeSums, m: int, spec: ReadSpec, locate, w) -> FeatureStats:
@@ -223,7 +264,7 @@ def _first_pass_stats(total: StripeSums, m: int, spec: ReadSpec, locate, w) -> F
     ss = total.sumsq - m * mean**2 if spec.center else total.sumsq
     if w is not None:
         ss = ss * w**2
-    return FeatureStats(mean, ss.sum(), nan_mask, amax)
+    return FeatureStats(mean, backend.api(ss).sum(ss), nan_mask, amax)
 
 
 def _centered(total: StripeSums, basis_w, mean, w, m: int):
@@ -237,7 +278,8 @@ def _centered(total: StripeSums, basis_w, mean, w, m: int):
         Z, G, c = cross, total.gram, None
     else:
         ysum = total.sketch_sum
-        c = mean @ basis_w.astype(np.float64)  # (l,): the mean row of A D W
+        xp = backend.api(mean)
+        c = mean @ xp.astype(basis_w, xp.float64)  # (l,): the mean row of A D W
         Z = cross - mean[:, None] * ysum[None, :]
         G = total.gram - ysum[:, None] * c[None, :] - c[:, None] * ysum[None, :]
         G = G + m * c[:, None] * c[None, :]

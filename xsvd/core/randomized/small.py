@@ -19,7 +19,7 @@ from .magnitude import times_power_of_two
 
 def orth(Z):
     """Orthonormal basis of the iterate ``Z`` (Householder QR, float64): the next ``W``."""
-    q, _ = backend.namespace(Z).linalg.qr(Z)
+    q, _ = backend.api(Z).linalg.qr(Z)
     return q
 
 
@@ -36,24 +36,32 @@ def finalize(cross, gram, k: int, dtype):
     samples), ``thin`` the thin-side singular vectors (thin length x k) and
     ``S`` the singular values.
     """
-    xp = backend.namespace(cross)
+    xp = backend.api(cross)
     evals, evecs = xp.linalg.eigh(gram)
-    evals, evecs = evals[::-1], evecs[:, ::-1]
-    s = xp.sqrt(xp.clip(evals, 0, None))
-    keep = s > eps_tolerance(dtype) * s[0] if float(s[0]) > 0 else s > 0
+    evals, evecs = xp.flip(evals, axis=0), xp.flip(evecs, axis=1)
+    s = xp.sqrt(xp.clip(evals, 0.0, None))
+    host = backend.to_numpy(s)  # l values: how many directions to keep
+    keep = host > eps_tolerance(dtype) * host[0] if host[0] > 0 else host > 0
     r = int(keep.sum())
     T = evecs[:, :r] / s[:r]
     Ut, sig, Vt = xp.linalg.svd((cross @ T).T, full_matrices=False)
     kk = min(k, r)
     rotation = T @ Ut[:, :kk]
-    thin = Vt[:kk].T
+    thin = Vt[:kk, :].T
     sig = sig[:kk]
     if kk < k:
         _warn_rank(kk, k)
-        rotation = xp.concatenate([rotation, xp.zeros((rotation.shape[0], k - kk))], axis=1)
-        thin = xp.concatenate([thin, xp.zeros((thin.shape[0], k - kk))], axis=1)
-        sig = xp.concatenate([sig, xp.zeros(k - kk)])
+        rotation, thin = _zero_columns(rotation, k - kk), _zero_columns(thin, k - kk)
+        sig = _zero_columns(sig, k - kk)
     return rotation, thin, sig
+
+
+def _zero_columns(x, count: int):
+    """``x`` (a vector or a matrix) with ``count`` zeros (columns) after it."""
+    xp = backend.api(x)
+    shape = (count,) if x.ndim == 1 else (x.shape[0], count)
+    zeros = xp.zeros(shape, dtype=x.dtype, device=backend.device(x))
+    return xp.concat([x, zeros], axis=x.ndim - 1)
 
 
 def _warn_rank(r: int, k: int) -> None:
@@ -66,7 +74,8 @@ def _warn_rank(r: int, k: int) -> None:
 
 def stripe_vectors(Y, mean_row, rotation):
     """One stripe's singular vectors: ``(Y_i - 1 c^T) rotation`` in float64."""
-    Y = Y.astype(np.float64)
+    xp = backend.api(Y)
+    Y = xp.astype(Y, xp.float64)
     if mean_row is not None:
         Y = Y - mean_row[None, :]
     return Y @ rotation
@@ -81,21 +90,21 @@ def reread_basis(bases: list, rotation, S):
 def reread_vectors(Y, mean_row, S):
     """One stripe's singular vectors from ``Y_i = C_i W X``: ``Y_i / S`` in float64 (0 where
     ``S`` is 0)."""
-    xp = backend.namespace(S)
-    Y = Y.astype(np.float64)
+    xp = backend.api(S)
+    Y = xp.astype(Y, xp.float64)
     if mean_row is not None:
         Y = Y - mean_row[None, :]
-    return Y * xp.where(S > 0, 1 / xp.where(S > 0, S, 1), 0)
+    return Y * xp.where(S > 0, 1 / xp.where(S > 0, S, 1.0), 0.0)
 
 
 def _krylov_rows(blocks, mean_rows):
     """One stripe's rows of ``K = [Y_0 - 1 c_0^T, ..., Y_q - 1 c_q^T]`` in float64."""
-    xp = backend.namespace(blocks[0])
+    xp = backend.api(blocks[0])
     parts = []
     for y, c in zip(blocks, mean_rows, strict=True):
-        y = y.astype(np.float64)
+        y = xp.astype(y, xp.float64)
         parts.append(y if c is None else y - c[None, :])
-    return xp.concatenate(parts, axis=1)
+    return xp.concat(parts, axis=1)
 
 
 def krylov_gram(*args):
@@ -110,7 +119,7 @@ def krylov_vectors(*args):
 
 
 def hstack(parts):
-    return backend.namespace(parts[0]).concatenate(parts, axis=1)
+    return backend.api(parts[0]).concat(parts, axis=1)
 
 
 def orth_against(Z, previous: list, width: int | None = None):
@@ -129,25 +138,29 @@ def orth_against(Z, previous: list, width: int | None = None):
     so that the basis stays orthonormal and the next pass explores the rest
     (any orthonormal basis gives valid Ritz pairs).
     """
-    xp = backend.namespace(Z)
-    V = xp.concatenate(previous, axis=1)
-    Z = xp.where(xp.isfinite(Z), Z, 0)  # a first pass out of range (read again, rescaled)
-    with np.errstate(over="ignore"):
-        scale = float(xp.linalg.norm(Z)) if Z.size else 0.0
-    if not np.isfinite(scale):  # its square beyond float64 (data near 1e80): in two steps
-        top = float(xp.abs(Z).max())
-        scale = top * float(xp.linalg.norm(Z / top))
+    xp = backend.api(Z)
+    V = xp.concat(previous, axis=1)
+    Z = xp.where(xp.isfinite(Z), Z, 0.0)  # a first pass out of range (read again, rescaled)
+    given = Z
+    top = xp.max(xp.abs(Z)) if Z.size else xp.zeros((), dtype=Z.dtype, device=backend.device(Z))
+    with np.errstate(over="ignore", invalid="ignore"):
+        norm = xp.linalg.matrix_norm(Z) if Z.size else top
     for _ in range(2):
         Z = Z - V @ (V.T @ Z)
     width = Z.shape[1] if width is None else min(width, Z.shape[1])
     q, s, _ = xp.linalg.svd(Z, full_matrices=False)
-    found = int((s > _EPS64 * Z.shape[0] * max(scale, _TINY)).sum())
+    # to the host at once: the norm (and its largest entry) and the singular values
+    host = backend.to_numpy(xp.concat([xp.stack([norm, top]), s]))
+    scale, top, s_h = float(host[0]), float(host[1]), host[2:]
+    if not np.isfinite(scale):  # its square beyond float64 (data near 1e80): in two steps
+        scale = top * backend.to_scalar(xp.linalg.matrix_norm(given / top))
+    found = int((s_h > _EPS64 * Z.shape[0] * max(scale, _TINY)).sum())
     if found < width:  # the Krylov space is invariant: go on from new (seeded) directions
         fresh = np.random.default_rng(V.shape[1]).standard_normal((Z.shape[0], width - found))
         fresh = backend.on_backend_of(fresh, Z)
         for _ in range(2):
             fresh = fresh - V @ (V.T @ fresh)
-        q = xp.concatenate([q[:, :found], fresh], axis=1)
+        q = xp.concat([q[:, :found], fresh], axis=1)
     q = q[:, :width]
     for _ in range(2):
         q = q - V @ (V.T @ q)
@@ -171,10 +184,10 @@ def ritz(V, Z, gram=None):
     from ``V^T Z`` when not given. Returns the Ritz values (descending,
     clipped at 0) and their vectors' coordinates ``X``.
     """
-    xp = backend.namespace(Z)
+    xp = backend.api(Z)
     H = V.T @ Z if gram is None else gram
     lam, X = xp.linalg.eigh((H + H.T) / 2)
-    return xp.clip(lam[::-1], 0, None), X[:, ::-1]
+    return xp.clip(xp.flip(lam, axis=0), 0.0, None), xp.flip(X, axis=1)
 
 
 def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
@@ -203,18 +216,30 @@ def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
 
     Returns a (k, 3) float64 array: S error, angle (radians), residual.
     """
-    xp = backend.namespace(Z)
+    xp = backend.api(Z)
     d = lam.shape[0]
     kk = min(k, d)
     if kk == 0:
-        return xp.zeros((0, 3)) if k == 0 else unknown_errors(xp, k)
-    shift = _even_shift(float(lam[0]))
+        if k == 0:
+            return xp.zeros((0, 3), dtype=xp.float64, device=backend.device(Z))
+        return unknown_errors(xp, k, like=Z)
+    lam_h = backend.to_numpy(lam)  # d values (small, on the host)
+    shift = _even_shift(float(lam_h[0]))
     if shift:  # eigenvalues near float64's limits: their squares below would not fit
         Z, lam = times_power_of_two(Z, shift), times_power_of_two(lam, shift)
-    rho = xp.sqrt(((Z @ X - V @ (X * lam)) ** 2).sum(axis=0))
+        lam_h = times_power_of_two(lam_h, shift)
+    R = Z @ X - V @ (X * lam)
+    rho_h = backend.to_numpy(xp.sum(R**2, axis=0))  # d values
+    out = _estimates(np.sqrt(rho_h), lam_h, k, kk, dtype, shift, block, V, Z)
+    return backend.on_backend_of(out, Z)
+
+
+def _estimates(rho, lam, k: int, kk: int, dtype, shift: int, block, V, Z):
+    """:func:`ritz_errors` on the host, from the Ritz values and residual norms (NumPy)."""
+    d = lam.shape[0]
     floor = ROUNDING * float(np.finfo(dtype).eps) * lam[0]
-    # bounds from the last Ritz value up: lam_{j+1} <= lam~_{j+1} + err_{j+1} (small, on the host)
-    lam_h, rho_h = backend.to_numpy(lam), backend.to_numpy(rho)
+    # bounds from the last Ritz value up: lam_{j+1} <= lam~_{j+1} + err_{j+1}
+    lam_h, rho_h = lam, rho
     extrapolate = block is not None and d >= EXTRAPOLATION_BLOCKS * block
     err_h = np.empty(d)
     # upper bound of the eigenvalue below the current one; below the last Ritz value
@@ -228,25 +253,25 @@ def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
             bound = rho_h[j] * (1.0 if extrapolate else UNSEPARATED_SAFETY)
         err_h[j] = max(bound, float(floor))
         above_next = lam_h[j] + err_h[j]
-    below = xp.asarray(np.r_[lam_h[1:] + err_h[1:], lam_h[-1]][:kk])
+    below = np.r_[lam_h[1:] + err_h[1:], lam_h[-1]][:kk]
     if extrapolate:
         err_h[:kk] = _with_extrapolation(V, Z, lam_h, err_h, kk, block, float(floor))
     gap_down = lam[:kk] - below
-    gap_up = xp.concatenate([xp.full(1, xp.inf), lam[: kk - 1] - lam[1:kk]])
+    gap_up = np.concatenate([np.full(1, np.inf), lam[: kk - 1] - lam[1:kk]])
     r = rho[:kk]
-    err_lam = xp.asarray(err_h[:kk])
+    err_lam = err_h[:kk]
     with np.errstate(divide="ignore", invalid="ignore"):
-        s_err = err_lam / (2 * xp.sqrt(xp.maximum(lam[:kk], floor)))
-        gap = xp.minimum(gap_up, gap_down)
+        s_err = err_lam / (2 * np.sqrt(np.maximum(lam[:kk], floor)))
+        gap = np.minimum(gap_up, gap_down)
         # rounding mixes neighbours: of the products (dtype) or of the float64 small math
         unit = max(ANGLE_ROUNDING * float(np.finfo(dtype).eps), ROUNDING * _EPS64)
-        sine = xp.where(gap > 0, (r + unit * lam[0]) / gap, 1.0)  # Davis-Kahan
+        sine = np.where(gap > 0, (r + unit * lam[0]) / gap, 1.0)  # Davis-Kahan
         sine = sine + ROUNDING * float(np.finfo(dtype).eps)
-        angle = xp.arcsin(xp.clip(sine, 0, 1))
-        residual = xp.where(lam[:kk] > 0, xp.maximum(r, floor) / lam[:kk], xp.inf)
-    out = xp.stack([times_power_of_two(s_err, -shift // 2), angle, residual], axis=1)
+        angle = np.arcsin(np.clip(sine, 0, 1))
+        residual = np.where(lam[:kk] > 0, np.maximum(r, floor) / lam[:kk], np.inf)
+    out = np.stack([times_power_of_two(s_err, -shift // 2), angle, residual], axis=1)
     if kk < k:  # components beyond the sketch: nothing is known
-        out = xp.concatenate([out, unknown_errors(xp, k - kk)], axis=0)
+        out = np.concatenate([out, unknown_errors(np, k - kk)], axis=0)
     return out
 
 
@@ -320,9 +345,11 @@ def estimates_are_bounds(krylov: bool, n_oversamples: int, n_power_iter: int) ->
     return n_power_iter == 0 or (krylov and n_oversamples >= BOUND_MIN_OVERSAMPLES)
 
 
-def unknown_errors(xp, k: int):
-    """Errors of components nothing bounds (a single pass): inf, pi / 2, inf."""
-    return xp.asarray(np.tile([np.inf, np.pi / 2, np.inf], (k, 1)))
+def unknown_errors(xp, k: int, like=None):
+    """Errors of components nothing bounds (a single pass): inf, pi / 2, inf (on the device
+    of ``like`` when given)."""
+    out = np.tile([np.inf, np.pi / 2, np.inf], (k, 1))
+    return out if like is None else backend.on_backend_of(out, like)
 
 
 def krylov_finish(gram, bases: list, crosses: list, k: int, dtype):
@@ -332,12 +359,13 @@ def krylov_finish(gram, bases: list, crosses: list, k: int, dtype):
     ``K = [Y_0, ..., Y_q]`` to its singular vectors (``K X / s``), ``thin``
     the thin-side singular vectors ``V X``.
     """
-    xp = backend.namespace(crosses[0])
+    xp = backend.api(crosses[0])
     V, Z = hstack(bases), hstack(crosses)
     lam, X = ritz(V, Z, gram)
     # Ritz values below the rounding of the products (or of the float64 small math) are noise
-    noise = max(float(np.finfo(dtype).eps), ROUNDING * _EPS64) * lam[0]
-    keep = lam > noise if float(lam[0]) > 0 else lam > 0
+    lam_h = backend.to_numpy(lam)  # the Ritz values (small) decide how many are kept
+    noise = max(float(np.finfo(dtype).eps), ROUNDING * _EPS64) * lam_h[0]
+    keep = lam_h > noise if lam_h[0] > 0 else lam_h > 0
     r = min(k, int(keep.sum()))
     S = xp.sqrt(lam[:r])
     rotation = X[:, :r] / S
@@ -345,10 +373,12 @@ def krylov_finish(gram, bases: list, crosses: list, k: int, dtype):
     errors = ritz_errors(V, Z, lam, X, r, dtype, block=bases[0].shape[1])
     if r < k:
         _warn_rank(r, k)
-        rotation = xp.concatenate([rotation, xp.zeros((rotation.shape[0], k - r))], axis=1)
-        thin = xp.concatenate([thin, xp.zeros((thin.shape[0], k - r))], axis=1)
-        S = xp.concatenate([S, xp.zeros(k - r)])
-        errors = xp.concatenate([errors, xp.zeros((k - r, 3))], axis=0)
+        rotation, thin = _zero_columns(rotation, k - r), _zero_columns(thin, k - r)
+        S = _zero_columns(S, k - r)
+        errors = xp.concat(
+            [errors, xp.zeros((k - r, 3), dtype=errors.dtype, device=backend.device(errors))],
+            axis=0,
+        )
     return rotation, thin, S, errors
 
 
@@ -361,6 +391,6 @@ def thin_errors(bases: list, crosses: list, k: int, dtype):
     """
     V, Z = hstack(bases), hstack(crosses)
     lam, X = ritz(V, Z)
-    xp = backend.namespace(Z)
+    xp = backend.api(Z)
     S = xp.sqrt(lam[:k])
     return ritz_errors(V, Z, lam, X, k, dtype), S

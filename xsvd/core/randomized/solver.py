@@ -312,7 +312,7 @@ def randomized_svd(
     if show is not None:
         show.total = problem.most_passes
     omega = backend.standard_normal(
-        ex.xp, opts.seed, (problem.thin_length, problem.width), np.float64
+        ex.xp, opts.seed, (problem.thin_length, problem.width), np.float64, like=ex.like
     )
     stripe_side, thin_side, S, errors, stats, problem = _passes(ex, problem, omega, show)
     S, errors, stats, total_norm = scaled_back(
@@ -387,7 +387,7 @@ def _warn_if_exact_is_cheaper(m: int, n: int, k: int, opts: CompressedOptions, a
     short = min(m, n)
     if EXACT_K_SHARE * k < short or m * n < EXACT_ADVICE_VALUES:
         return
-    itemsize = 4 if np.dtype(a.dtype) == np.float32 else 8
+    itemsize = 4 if backend.numpy_dtype(a.dtype) == np.float32 else 8
     gib = m * n * itemsize / 2**30
     passes = "until converged" if opts.converges else f"{opts.n_power_iter + 1} times"
     warnings.warn(
@@ -448,8 +448,8 @@ def _rescaled(ex, problem: Problem, amax) -> Problem:
     r = rescaling(amax, problem.given_weights, problem.dtype, convert)
     return replace(
         problem,
-        weights=ex.xp.asarray(r.weights),
-        column_scale=ex.xp.asarray(np.ldexp(1.0, r.column_exp)),
+        weights=backend.on_backend_of(r.weights, ex.like),
+        column_scale=backend.on_backend_of(np.ldexp(1.0, r.column_exp), ex.like),
         column_exp=r.column_exp,
         result_exp=r.result_exp,
         rescaled=True,
@@ -524,7 +524,7 @@ def _listed(*items):
 
 def relative_errors(errors, S):
     """Per component, the larger of the relative S error and the relative residual."""
-    xp = backend.namespace(errors)
+    xp = backend.api(errors)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = xp.where(S > 0, errors[:, 0] / S, xp.inf)
     return xp.maximum(rel, errors[:, 2])
@@ -581,4 +581,4 @@ def _conservative_errors(bases, crosses, S, dtype):
 
 
 def _unknown_errors(S):
-    return unknown_errors(backend.namespace(S), S.shape[0])
+    return unknown_errors(backend.api(S), S.shape[0], like=S)

@@ -56,12 +56,16 @@ class FeatureStats:
     amax : scalar or None
         The largest magnitude in the data as read (times ``Problem.scale``),
         where the data's dtype does not bound it (see ``Problem.watch_range``).
+    fill : array (n,) or None
+        ``missing="mean"`` over stripes of features: each feature's fill value
+        (its mean over present values, in the product dtype), for later passes.
     """
 
     mean: Any
     total_ss: Any
     nan_mask: Any
     amax: Any = None
+    fill: Any = None
 
 
 @dataclass

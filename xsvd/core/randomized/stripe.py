@@ -45,22 +45,23 @@ def stripe_sub(blocks, axis: int, start: int, stop: int, dtype, scale=None):
     if len(blocks) == 1:  # a view, or a float copy (unpacked, for packed genotypes)
         b = blocks[0]
         if axis == 0:
-            return converted(b[start:stop], dtype, scale)
+            return converted(b[start:stop, :], dtype, scale)
         return converted(b[:, start:stop], dtype, None if scale is None else scale[start:stop])
-    xp = backend.namespace(blocks[0])
+    xp = backend.api(blocks[0])
+    dt, dev = backend.to_dtype(xp, dtype), backend.device(blocks[0])
     if axis == 0:
-        out = xp.empty((stop - start, sum(b.shape[1] for b in blocks)), dtype=dtype)
+        out = xp.empty((stop - start, sum(b.shape[1] for b in blocks)), dtype=dt, device=dev)
         pos = 0
         for b in blocks:
             part = None if scale is None else scale[pos : pos + b.shape[1]]
-            out[:, pos : pos + b.shape[1]] = converted(b[start:stop], dtype, part)
+            out[:, pos : pos + b.shape[1]] = converted(b[start:stop, :], dtype, part)
             pos += b.shape[1]
     else:
-        out = xp.empty((sum(b.shape[0] for b in blocks), stop - start), dtype=dtype)
+        out = xp.empty((sum(b.shape[0] for b in blocks), stop - start), dtype=dt, device=dev)
         part = None if scale is None else scale[start:stop]
         pos = 0
         for b in blocks:
-            out[pos : pos + b.shape[0]] = converted(b[:, start:stop], dtype, part)
+            out[pos : pos + b.shape[0], :] = converted(b[:, start:stop], dtype, part)
             pos += b.shape[0]
     return out
 
@@ -71,48 +72,92 @@ def converted(x, dtype, scale=None):
     Float64 data going to float32 are multiplied before the conversion (so
     that values beyond float32's range come into it), anything else after;
     either way the product is exact. ``scale`` is float64 (it is converted
-    here when the product is taken in float32).
+    here when the product is taken in float32). Packed data are unpacked by
+    their own ``astype``.
     """
+    if backend.is_packed(x):
+        return x.astype(backend.numpy_dtype(dtype), copy=False)
+    xp = backend.api(x)
+    dt = backend.to_dtype(xp, dtype)
     if scale is None:
-        return x.astype(dtype, copy=False)
+        return xp.astype(x, dt, copy=False)
     if narrows(x.dtype, dtype):
-        return (x * scale).astype(dtype)
-    return x.astype(dtype, copy=False) * scale.astype(dtype, copy=False)
+        return xp.astype(x * scale, dt)
+    return xp.astype(x, dt, copy=False) * xp.astype(scale, dt, copy=False)
 
 
 def narrows(source, dtype) -> bool:
     """Whether converting ``source`` data to ``dtype`` loses range (float64 to float32)."""
-    source, dtype = np.dtype(source), np.dtype(dtype)
+    source, dtype = backend.numpy_dtype(source), backend.numpy_dtype(dtype)
     return source.kind == "f" and dtype.kind == "f" and source.itemsize > dtype.itemsize
 
 
-def fill_missing(xp, sub, rule: MissingRule, fill=None):
+#: ``nan_columns`` of the kernels: find the missing values of each sub-block (first
+#: pass, ``missing="mean"``, one lazy graph); otherwise the first pass said which
+#: features are NaN at every sample (a boolean row, zeroed by one ``where``), or
+#: None: that none are.
+DETECT = "detect"
+
+
+def zero_columns(xp, sub, nan_columns, rule: MissingRule, fill=None, count: bool = True):
+    """A sub-block with its missing values replaced, and their count per column (None when
+    not counted). See :data:`DETECT` for ``nan_columns``; ``count``: see
+    :func:`fill_missing`."""
+    if isinstance(nan_columns, str):
+        if not rule.active:
+            return sub, None
+        return fill_missing(xp, sub, rule, fill, count=count or fill is None)
+    if nan_columns is None:
+        return sub, None
+    return xp.where(nan_columns, 0.0, sub), None
+
+
+def fill_missing(
+    xp, sub, rule: MissingRule, fill=None, count: bool = True, with_value: bool = False
+):
     """Replace the missing values of a float sub-block whose columns are features.
 
     Under the ``"error"`` rule missing values (whole-feature NaN) become 0.
     Under ``"mean"`` they become ``fill`` (per-feature means) or, when
     ``fill`` is None (the sub-block holds every sample), the mean of the
     column's present values. Returns the sub-block (a copy only when
-    something was missing) and the number of missing values per column.
+    something was missing) and the number of missing values per column
+    (``count=False``, where ``fill`` is given or nothing is filled: None, and
+    one sweep less). ``with_value``: the values filled in per column (0 where
+    nothing was missing) come third.
     """
     mask = rule.mask(xp, sub)
-    count = mask.sum(axis=0)
-    if not bool(count.any()):
+    if not count:
+        if not backend.maybe_any(mask):
+            return sub, None
+        return xp.where(mask, fill if rule.fills else 0.0, sub), None
+    count = xp.count_nonzero(mask, axis=0)
+    if not backend.maybe_any(count):  # NumPy: nothing missing, no copy (devices: no sync)
+        if with_value:
+            return (
+                sub,
+                count,
+                xp.zeros((sub.shape[1],), dtype=sub.dtype, device=backend.device(sub)),
+            )
         return sub, count
     if not rule.fills:
-        value = sub.dtype.type(0)
+        value = 0.0
     elif fill is None:
-        present = xp.where(mask, sub.dtype.type(0), sub).sum(axis=0, dtype=np.float64)
-        value = (present / xp.maximum(sub.shape[0] - count, 1)).astype(sub.dtype)
+        present = xp.sum(xp.where(mask, 0.0, sub), axis=0, dtype=xp.float64)
+        value = xp.astype(
+            present / xp.astype(xp.maximum(sub.shape[0] - count, 1), xp.float64), sub.dtype
+        )
     else:
         value = fill
+    if with_value:
+        return xp.where(mask, value, sub), count, value
     return xp.where(mask, value, sub), count
 
 
 def column_magnitudes(sub):
     """Per column, the largest magnitude in a float sub-block (``inf`` where one is infinite)."""
-    xp = backend.namespace(sub)
-    return xp.maximum(sub.max(axis=0), -sub.min(axis=0))
+    xp = backend.api(sub)
+    return xp.maximum(xp.max(sub, axis=0), -xp.min(sub, axis=0))
 
 
 def measured_magnitudes(sub, blocks, axis: int, start: int, stop: int, narrowing: bool, missing):
@@ -125,36 +170,30 @@ def measured_magnitudes(sub, blocks, axis: int, start: int, stop: int, narrowing
     infinite in the data read as infinite, and data below float32's range
     as what they are.
     """
-    mag = column_magnitudes(sub).astype(np.float64)
+    xp = backend.api(sub)
+    mag = xp.astype(column_magnitudes(sub), xp.float64)
     if not narrowing:
         return mag
-    xp = backend.namespace(sub)
-    suspect = ~(mag < np.inf) | (mag < float(np.finfo(sub.dtype).tiny))
+    tiny = float(np.finfo(backend.numpy_dtype(sub.dtype)).tiny)
+    suspect = ~(mag < np.inf) | (mag < tiny)
     if missing is not None:
         suspect &= missing < sub.shape[0]
-    idx = np.flatnonzero(backend.to_numpy(suspect))
-    if not idx.size:
+    if not backend.to_scalar(xp.any(suspect)):  # one value to the host
         return mag
+    # rare (values beyond float32's range): every column measured again in the source
     if axis == 0:  # blocks side by side: each holds some of the columns
-        parts, pos = [], 0
-        for b in blocks:
-            mine = idx[(idx >= pos) & (idx < pos + b.shape[1])] - pos
-            if mine.size:
-                parts.append(_finite_magnitudes(b[start:stop][:, mine]))
-            pos += b.shape[1]
-        source = xp.concatenate(parts)
+        source = xp.concat([_finite_magnitudes(b[start:stop, :]) for b in blocks])
     else:  # blocks stacked: each holds some rows of every column
-        parts = [_finite_magnitudes(b[:, start:stop][:, idx]) for b in blocks]
+        parts = [_finite_magnitudes(b[:, start:stop]) for b in blocks]
         source = parts[0]
         for part in parts[1:]:
             source = xp.maximum(source, part)
-    mag[xp.asarray(idx)] = source
-    return mag
+    return xp.where(suspect, source, mag)
 
 
 def _finite_magnitudes(x):
     """Per column, the largest magnitude of ``x`` in float64, NaN (missing) left out."""
-    xp = backend.namespace(x)
-    x = x.astype(np.float64, copy=False)
+    xp = backend.api(x)
+    x = xp.astype(x, xp.float64, copy=False)
     x = xp.where(xp.isnan(x), 0.0, x)
-    return xp.maximum(x.max(axis=0), -x.min(axis=0))
+    return xp.maximum(xp.max(x, axis=0), -xp.min(x, axis=0))
