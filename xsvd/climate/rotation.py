@@ -298,7 +298,7 @@ def rotate(
         V_rot = L_rot / np.where(S_rot > 0, S_rot, 1.0)
     name = layout.name if layout.name is not None else "data"
     V_lab = layout.label_features(
-        V_rot.astype(vdata.dtype, copy=False),
+        V_rot.astype(backend.numpy_dtype(vdata.dtype), copy=False),
         "V",
         {"long_name": f"{method}-rotated patterns of {name}"},
     )
@@ -326,8 +326,14 @@ def _rotate_scores(scores: xr.DataArray, T: xr.DataArray, name: str) -> xr.DataA
     if backend.namespace(scores.data) is not np:
         M = M.copy(data=backend.on_backend_of(M.data, scores.data))
     src = scores.drop_vars(COMPONENT).rename({COMPONENT: UNROTATED})
-    out = xr.dot(src, M.astype(scores.dtype), dim=UNROTATED)
     dims = [d for d in scores.dims if d != COMPONENT]
+    M = M.copy(data=backend.astype(M.data, backend.numpy_dtype(scores.dtype), copy=False))
+    if backend.is_dask(src.data) or backend.is_cupy(src.data) or backend.is_numpy(src.data):
+        out = xr.dot(src, M, dim=UNROTATED)
+    else:  # another array-API library (no einsum): the standard's matmul
+        data = src.transpose(*dims, UNROTATED).data @ M.data
+        out = xr.DataArray(data, dims=(*dims, COMPONENT), coords=src.coords)
+        out = out.assign_coords(M.coords)
     out = out.transpose(*dims, COMPONENT)
     out.name = name
     return out

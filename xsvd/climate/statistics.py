@@ -36,6 +36,7 @@ import xarray as xr
 from ..core import backend
 from ..labeled import units as _units
 from ..labeled.layout import COMPONENT, label_gap
+from . import moments
 
 __all__ = [
     "PC_SCALINGS",
@@ -110,7 +111,8 @@ def eigenvalues(res, *, ddof: int = 1) -> xr.DataArray:
     with np.errstate(over="ignore"):
         square = s**2
     # beyond float64's range S**2 is inf though S**2 / (n - ddof) may not be
-    out = (square / (n - ddof)).where(np.isfinite(square), (s / np.sqrt(n - ddof)) ** 2)
+    root = moments.scalar_like(np.sqrt(n - ddof), s)
+    out = (square / (n - ddof)).where(moments.elementwise("isfinite", square), (s / root) ** 2)
     out.name = "eigenvalues"
     out.attrs = {"long_name": f"eigenvalues (variance of each component, ddof={ddof})"}
     units = res.unit_of("variance")
@@ -121,7 +123,8 @@ def eigenvalues(res, *, ddof: int = 1) -> xr.DataArray:
 
 def _sqrt_eigenvalues(res, ddof: int):
     """``sqrt(lambda)`` as plain numbers (a DataArray over component)."""
-    return res.singular_values / np.sqrt(_n_samples(res) - ddof)
+    s = res.singular_values
+    return s / moments.scalar_like(np.sqrt(_n_samples(res) - ddof), s)
 
 
 def pcs(res, *, scaling: str | int = "singular", ddof: int = 1) -> xr.DataArray:
@@ -210,7 +213,7 @@ def eofs(
     else:
         root = _sqrt_eigenvalues(res, ddof)
         if code == 1:
-            root = 1.0 / root.where(root > 0)
+            root = 1.0 / moments.where_nan(root > 0, root)
         out, power = V * _backend_like(root, V), (-1 if code == 1 else 1)
     weight_units = None
     w = res.weights if unweighted else None
@@ -262,7 +265,7 @@ def north_errors(res, *, ddof: int = 1, ratio: bool = False) -> xr.DataArray:
     """
     n = _n_samples(res)
     ddof = _check_ddof(ddof, n)
-    factor = np.sqrt(2.0 / n)
+    factor = moments.scalar_like(np.sqrt(2.0 / n), res.singular_values)
     if ratio:
         out = res.explained_variance_ratio * factor
         out.name = "north_errors"
@@ -308,10 +311,12 @@ def correlation_maps(res, data: xr.DataArray) -> xr.DataArray:
     (('component', 'lat', 'lon'), True)
     """
     x, units, name = _aligned_field(res, data)
-    m = _moments(res.U, x, res.sample_dims, second=True)
+    m = moments.moments(res.U, x, res.sample_dims, second=True)
     with np.errstate(invalid="ignore"):
-        denom = np.sqrt((m["xx"] * m["pp"]).where((m["xx"] > 0) & (m["pp"] > 0)))
-    out = (m["xp"] / denom).clip(-1.0, 1.0)
+        denom = moments.elementwise(
+            "sqrt", moments.where_nan((m["xx"] > 0) & (m["pp"] > 0), m["xx"] * m["pp"])
+        )
+    out = moments.clip(m["xp"] / denom)
     out = out.transpose(COMPONENT, ...)
     out.name = "correlation_maps"
     out.attrs = {"long_name": f"correlation of {name} with the PCs", "units": "1"}
@@ -354,9 +359,9 @@ def covariance_maps(res, data: xr.DataArray, *, ddof: int = 1) -> xr.DataArray:
     n = _n_samples(res)
     ddof = _check_ddof(ddof, n)
     x, units, name = _aligned_field(res, data)
-    m = _moments(res.U, x, res.sample_dims, second=False)
-    dof = (m["count"] - ddof).where(m["count"] > ddof)
-    out = m["xp"] * np.sqrt(n - ddof) / dof
+    m = moments.moments(res.U, x, res.sample_dims, second=False)
+    dof = moments.where_nan(m["count"] > ddof, m["count"] - ddof)
+    out = m["xp"] * moments.scalar_like(np.sqrt(n - ddof), m["xp"]) / dof
     out = out.transpose(COMPONENT, ...)
     out.name = "covariance_maps"
     out.attrs = {"long_name": f"covariance of {name} with the unit-variance PCs"}
@@ -405,42 +410,13 @@ def _aligned_field(res, data) -> tuple[xr.DataArray, Any, str]:
             f"The data have a dimension named {COMPONENT!r}, the name of the maps' "
             f"components. Rename it first, e.g. `data.rename({{{COMPONENT!r}: 'mode'}})`."
         )
-    if plain.dtype.kind not in "fiub":
+    dtype = backend.numpy_dtype(plain.dtype)
+    if dtype.kind not in "fiub":
         raise TypeError(f"The data must be numeric, got dtype {plain.dtype}.")
-    plain = plain.astype(np.float64) if plain.dtype != np.float64 else plain
+    plain = (
+        plain.copy(data=backend.astype(plain.data, np.float64)) if dtype != np.float64 else plain
+    )
     return plain, units, name
-
-
-def _moments(U: xr.DataArray, x: xr.DataArray, sample_dims, *, second: bool) -> dict:
-    """Sums over the samples where ``x`` is present, for covariances with the PCs.
-
-    One pass over ``x``: with ``y = x - x[first sample]`` (a shift that keeps
-    the sums of squares accurate), ``xp`` is the centered cross product
-    ``sum (x - mean_x)(p - mean_p)`` over the present samples of each feature,
-    ``count`` their number, and with ``second`` ``xx`` and ``pp`` the centered
-    sums of squares of ``x`` and of the PCs over the same samples.
-    """
-    dims = tuple(sample_dims)
-    drop = [c for c in U.coords if c != COMPONENT and set(U[c].dims) & set(dims)]
-    p = U.drop_vars([c for c in drop if c not in U.indexes])
-    x = x.drop_vars([c for c in x.coords if set(x[c].dims) & set(dims) and c not in x.indexes])
-    p = p.astype(np.float64)
-    gpu_x, gpu_p = (backend.namespace(a.data) is not np for a in (x, p))
-    if gpu_p != gpu_x:  # move the PCs (small) to the data's device
-        p = p.copy(data=backend.move(p.data, "gpu" if gpu_x else "cpu"))
-    valid = x.notnull()
-    shift = x.isel({d: 0 for d in dims}, drop=True).fillna(0.0)
-    y = (x - shift).where(valid, 0.0)
-    vf = valid.astype(np.float64)
-    count = valid.sum(dims)
-    sy = y.sum(dims)
-    sp = xr.dot(vf, p, dim=dims)
-    safe = count.where(count > 0)
-    out = {"count": count, "xp": xr.dot(y, p, dim=dims) - sy * sp / safe}
-    if second:
-        out["xx"] = (y * y).sum(dims) - sy * sy / safe
-        out["pp"] = xr.dot(vf, p * p, dim=dims) - sp * sp / safe
-    return out
 
 
 # ------------------------------------------------------------------ units

@@ -200,7 +200,7 @@ class Layout:
         sample_dims = tuple(d for d in other.dims if d not in self.feature_dims)
         shape = tuple(other.sizes[d] for d in sample_dims)
         data = other.transpose(*sample_dims, *self.feature_dims).data
-        data = data.reshape(int(np.prod(shape)), self.n_features)
+        data = backend.reshape(data, (int(np.prod(shape)), self.n_features))
         coords = {k: v.variable for k, v in other.coords.items() if set(v.dims) <= set(sample_dims)}
         return data, sample_dims, shape, coords
 

@@ -209,7 +209,7 @@ def constant_tolerance(dtype, n) -> np.ndarray:
     ``eps`` is the machine epsilon of ``dtype`` (float64's for integers), ``n``
     the number of values present; see :func:`standardized_weights`.
     """
-    dtype = np.dtype(dtype)
+    dtype = backend.numpy_dtype(dtype)
     eps64 = np.finfo(np.float64).eps
     eps = np.finfo(dtype).eps if dtype.kind in "fc" else eps64
     return np.maximum(4 * eps, np.asarray(n, dtype=np.float64) * eps64)
@@ -241,7 +241,7 @@ def _column_stats(a, rule) -> np.ndarray:
     step = max(1, (1 << 22) // max(a.shape[0], 1))  # columns per block: ~32 MiB of float64
     out = np.empty(n, _STATS)
     for j in range(0, n, step):
-        out[j : j + step] = _stats_chunk(a[:, j : j + step], rule)[0]
+        out[j : j + step] = _stats_chunk(a[:, j : min(j + step, n)], rule)[0]
     return out
 
 
@@ -258,6 +258,8 @@ def _stats_chunk(x, rule, axis=None, keepdims=True):
 
 def _moments(x, rule):
     xp = backend.namespace(x)
+    if xp is not np and not backend.is_cupy(x):
+        return _array_moments(x, rule)
     x = xp.asarray(x, dtype=np.float64)
     absent = rule.mask(xp, x) if rule.active else xp.zeros(x.shape, dtype=bool)
     present = ~absent
@@ -279,6 +281,33 @@ def _moments(x, rule):
     y[absent] = 0.0
     y *= y
     m2 = y.sum(axis=0)
+    shift = xp.where(n > 0, shift, 0.0)
+    out = np.empty((1, x.shape[1]), _STATS)
+    for field, value in (("n", n), ("amax", amax), ("mean", shift + dm), ("m2", m2)):
+        out[field][0] = backend.to_numpy(value)
+    return out
+
+
+def _array_moments(x, rule):
+    """:func:`_moments` with the standard's functions (another array-API library than NumPy
+    and CuPy: no ``frexp``, ``ldexp`` or writes into place). The exponents of the largest
+    magnitudes are found on the host (one vector per block, counted by ``backend.transfer``),
+    and the scaling is the same product by powers of two."""
+    xp = backend.api(x)
+    x = backend.astype(x, np.float64, copy=False)
+    absent = rule.mask(xp, x) if rule.active else xp.zeros(x.shape, dtype=xp.bool, device=x.device)
+    present = ~absent
+    n = xp.sum(xp.astype(present, xp.float64), axis=0)
+    amax = xp.max(xp.where(absent, 0.0, xp.abs(x)), axis=0)
+    e = np.frexp(backend.to_numpy(amax))[1]
+    half = -e // 2  # 2**-e in two exact factors: neither overflows (e < -1000 too)
+    y = x * backend.transfer(np.ldexp(1.0, half), x) * backend.transfer(np.ldexp(1.0, -e - half), x)
+    first = xp.argmax(xp.astype(present, xp.int8), axis=0)  # the first present value
+    shift = xp.take_along_axis(y, first[None, :], axis=0)[0, :]
+    y = xp.where(absent, 0.0, y - shift)
+    dm = xp.sum(y, axis=0) / xp.maximum(n, 1.0)
+    y = xp.where(absent, 0.0, y - dm)
+    m2 = xp.sum(y * y, axis=0)
     shift = xp.where(n > 0, shift, 0.0)
     out = np.empty((1, x.shape[1]), _STATS)
     for field, value in (("n", n), ("amax", amax), ("mean", shift + dm), ("m2", m2)):

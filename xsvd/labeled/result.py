@@ -396,10 +396,11 @@ class SVDResult(statistics.StatisticsMethods):
             if missing is None:
                 row = backend.row_like(mask[None, :], X)
                 X = backend.map_blocks(_zero_masked, X, row, dtype=X.dtype)
-        dtype = np.float32 if X.dtype == np.float32 else np.float64
+        dtype = np.float32 if backend.numpy_dtype(X.dtype) == np.float32 else np.float64
         if missing == "mean":  # the decompositions' rule: NaN, and negative codes in integers
-            gaps = backend.map_blocks(_missing_mask, X, missing_rule(X.dtype, "mean"), dtype=bool)
-        X = X.astype(dtype)
+            rule = missing_rule(backend.numpy_dtype(X.dtype), "mean")
+            gaps = backend.map_blocks(_missing_mask, X, rule, dtype=bool)
+        X = backend.astype(X, dtype)
         if d.mean is not None:
             X = X - d.mean
         if missing == "mean":  # at the mean they stand for: zero once centered
@@ -456,9 +457,9 @@ class SVDResult(statistics.StatisticsMethods):
 
 def _zero_masked(X, mask):
     """Zero the features that were all-NaN in the decomposed data; other NaN raise."""
-    xp = backend.namespace(X)
+    xp = backend.api(X)
     out = xp.where(mask, 0, X)
-    if xp.isnan(out).any():
+    if backend.to_scalar(xp.any(xp.isnan(out))):
         raise ValueError(
             "The new data have NaN at features that were not all-NaN in the decomposed "
             "data. Fill or drop them before projecting."
@@ -468,7 +469,7 @@ def _zero_masked(X, mask):
 
 def _safe(S):
     """``S`` with zeros replaced by 1, to divide by (zero components give zero scores)."""
-    return S + (S == 0)
+    return backend.where(S == 0, 1.0, S)
 
 
 def _missing_mask(X, rule):
