@@ -29,7 +29,7 @@ import xarray as xr
 from ..core import backend
 from ..core.randomized.operator import operator_svd
 from ..labeled.layout import COMPONENT
-from .fields import Field, prepare_field
+from .fields import Field, errors_dataset, per_component, prepare_field
 
 __all__ = ["extended_eof", "ExtendedEOFResult", "LAG"]
 
@@ -249,8 +249,7 @@ class ExtendedEOFResult:
         )
 
     def _component(self, values, name: str, attrs: dict | None = None) -> xr.DataArray:
-        coords = self._f.layout.component_coord(self._S.size)
-        return xr.DataArray(values, dims=(COMPONENT,), coords=coords, name=name, attrs=attrs)
+        return per_component(self._f.layout, values, name, attrs)
 
     @property
     def singular_values(self) -> xr.DataArray:
@@ -297,14 +296,4 @@ class ExtendedEOFResult:
     @property
     def errors(self) -> xr.Dataset:
         """Estimated errors per component, as :attr:`xsvd.SVDResult.errors` (0 for exact)."""
-        e = self._errors
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = e[:, 0] / self._S
-        data = {
-            "S": self._component(e[:, 0], "S"),
-            "S_relative": self._component(rel, "S_relative"),
-            "angle": self._component(e[:, 1], "angle", {"units": "radian"}),
-            "residual": self._component(e[:, 2], "residual"),
-        }
-        bounds = self.settings.get("error_bounds", True)
-        return xr.Dataset(data, attrs={} if bounds else {"error_bounds": 0})
+        return errors_dataset(self._f.layout, self._errors, self._S, self.settings)

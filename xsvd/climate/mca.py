@@ -25,8 +25,7 @@ import xarray as xr
 
 from ..core import backend
 from ..core.randomized.operator import operator_svd
-from ..labeled.layout import COMPONENT
-from .fields import Field, prepare_field
+from .fields import Field, errors_dataset, per_component, prepare_field
 
 __all__ = ["mca", "MCAResult", "METHODS"]
 
@@ -302,8 +301,7 @@ class MCAResult:
         return int(self._fl.shape[0])
 
     def _component(self, values, name: str, attrs: dict | None = None) -> xr.DataArray:
-        coords = self._fl.layout.component_coord(self.k)
-        return xr.DataArray(values, dims=(COMPONENT,), coords=coords, name=name, attrs=attrs)
+        return per_component(self._fl.layout, values, name, attrs)
 
     @property
     def singular_values(self) -> xr.DataArray:
@@ -376,14 +374,4 @@ class MCAResult:
         """Estimated errors per mode (zero for ``method="exact"``), as
         :attr:`xsvd.SVDResult.errors`: ``S``, ``S_relative``, ``angle`` (radians, of both
         patterns) and ``residual``; ``attrs["error_bounds"]`` 0 where they are rough."""
-        e = self._errors
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = e[:, 0] / self._S
-        data = {
-            "S": self._component(e[:, 0], "S"),
-            "S_relative": self._component(rel, "S_relative"),
-            "angle": self._component(e[:, 1], "angle", {"units": "radian"}),
-            "residual": self._component(e[:, 2], "residual"),
-        }
-        bounds = self.settings.get("error_bounds", True)
-        return xr.Dataset(data, attrs={} if bounds else {"error_bounds": 0})
+        return errors_dataset(self._fl.layout, self._errors, self._S, self.settings)
