@@ -34,9 +34,8 @@ import xarray as xr
 
 from ..core import MissingValueError, backend, fix_signs
 from ..core.randomized.small import hstack, orth, orth_against, ritz
-from ..labeled import preprocess
-from ..labeled import units as _units
-from ..labeled.layout import COMPONENT, Layout
+from ..labeled.api import labeled_matrix
+from ..labeled.layout import COMPONENT
 
 __all__ = ["bootstrap", "DEFAULT_BOOTSTRAP_POWER_ITER"]
 
@@ -265,10 +264,7 @@ def bootstrap(
         _check("batch", batch, 1)
     if not 0 < ci < 1:
         raise ValueError(f"ci must be between 0 and 1, e.g. 0.95, got {ci!r}.")
-    layout = Layout.from_dataarray(da, dim)
-    da, weights, _ = _units.strip(da, weights)
-    w = preprocess.weights_vector(layout, weights)
-    a = layout.to_matrix(da)
+    layout, da, a, w, _ = labeled_matrix(da, dim, weights)
     m, nf = a.shape
     if k > min(m, nf):
         raise ValueError(f"k={k} is more than the {min(m, nf)} components of a {m} x {nf} matrix.")

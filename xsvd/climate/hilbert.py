@@ -41,9 +41,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import MissingValueError, backend, exact_svd, randomized_svd
-from ..labeled import preprocess
-from ..labeled import units as _units
-from ..labeled.api import choose_method
+from ..labeled.api import choose_method, labeled_matrix
 from ..labeled.layout import COMPONENT, Layout
 
 __all__ = ["hilbert_eof", "HilbertResult", "analytic_signal", "complex_phase_rule"]
@@ -364,10 +362,7 @@ def hilbert_eof(
         raise ValueError(f"padding must be 'exp' or 'none', got {padding!r}.")
     if not decay_factor > 0:
         raise ValueError(f"decay_factor must be > 0, got {decay_factor!r}.")
-    layout = Layout.from_dataarray(da, dims)
-    da, weights, _ = _units.strip(da, weights)
-    w = preprocess.weights_vector(layout, weights)
-    a = layout.to_matrix(da)
+    layout, da, a, w, _ = labeled_matrix(da, dims, weights)
     m, n = a.shape
     if method == "auto":
         method = choose_method(m, n, k)

@@ -28,7 +28,15 @@ from .dims import nan_hint
 from .layout import Layout
 from .result import SVDResult
 
-__all__ = ["svd", "exact", "compressed", "choose_method", "Labeling", "solve_matrix"]
+__all__ = [
+    "svd",
+    "exact",
+    "compressed",
+    "choose_method",
+    "Labeling",
+    "solve_matrix",
+    "labeled_matrix",
+]
 
 Dims = Hashable | Sequence[Hashable] | None
 Method = Literal["auto", "exact", "compressed"]
@@ -280,18 +288,30 @@ def compressed(
     return _run(obj, k, "compressed", split_options(options, _ANY, "compressed"))
 
 
-def _run(obj, k, method: str, options: tuple) -> SVDResult:
-    """validate -> layout -> units off -> device -> matrix -> weights -> solve -> labels."""
-    labeling, read, given = options
-    layout = Layout.from_dataarray(obj, labeling.dim)
+def labeled_matrix(obj: xr.DataArray, dim, weights=None, device=None) -> tuple:
+    """validate -> layout -> units off -> device -> matrix -> weights, as every entry point
+    reads a DataArray (also :mod:`xsvd.climate`'s analyses).
+
+    Returns ``(layout, obj, a, w, units)``: the layout, the DataArray without
+    units (and on ``device``), its (samples x features) matrix, the feature
+    weights as a vector (or None) and the units taken off (or None).
+    """
+    layout = Layout.from_dataarray(obj, dim)
     # units off: pint-quantified data and weights become their magnitudes
-    obj, weights, units = _units.strip(obj, labeling.weights)
+    obj, weights, units = _units.strip(obj, weights)
     if units is not None and units.coords:  # coordinates were quantified too
-        layout = Layout.from_dataarray(obj, labeling.dim)
-    obj = preprocess.move_dataarray(obj, labeling.device)
+        layout = Layout.from_dataarray(obj, dim)
+    obj = preprocess.move_dataarray(obj, device)
     backend.compute_dtype(obj.dtype)  # raises a clear error for non-numeric data
     a = layout.to_matrix(obj)
     w = preprocess.weights_vector(layout, weights)
+    return layout, obj, a, w, units
+
+
+def _run(obj, k, method: str, options: tuple) -> SVDResult:
+    """validate -> layout -> units off -> device -> matrix -> weights -> solve -> labels."""
+    labeling, read, given = options
+    layout, obj, a, w, units = labeled_matrix(obj, labeling.dim, labeling.weights, labeling.device)
     if labeling.standardize:  # each feature over its standard deviation: folded into the weights
         w = preprocess.standardized_weights(
             a, w, missing=read.missing, negative_missing=read.negative_missing
