@@ -29,10 +29,16 @@ from .plan import Problem, ReadSpec
 from .state import FeatureStats, Sketch, Summable
 from .stripe import (
     DETECT,
+    Skip,
     fill_missing,
-    measured_magnitudes,
+    flag_columns,
+    nonfinite,
+    norm_magnitudes,
+    product_without,
+    scatter_rows,
     stripe_sub,
     sub_blocks,
+    t_product_without,
     zero_columns,
 )
 
@@ -93,16 +99,17 @@ class FeatureStripes:
     def nan_columns(self, stats: list) -> list:
         """Per stripe, what later passes do about missing values (see
         :data:`.stripe.DETECT`): with ``missing="error"`` and concrete statistics, the
-        stripe's all-NaN mask, or None when none of its features is NaN (one value per
-        stripe to the host, once)."""
+        stripe's all-NaN features as a :class:`.stripe.Skip` (left out of the products,
+        in runs of clean features: no sweep), or None when none of its features is NaN
+        (the stripe's mask to the host, once)."""
         rule = self.problem.missing
         if not self.ex.concrete or not rule.active or rule.fills:
             return [DETECT] * len(self.offsets)
         if self._nan_columns is None or self._nan_columns[0] is not stats:
             parts = []
             for s in stats:
-                some = backend.to_scalar(backend.api(s.nan_mask).any(s.nan_mask))
-                parts.append(s.nan_mask if some else None)
+                host = backend.to_numpy(s.nan_mask)
+                parts.append(Skip(host, s.nan_mask) if host.any() else None)
             self._nan_columns = (stats, parts)
         return self._nan_columns[1]
 
@@ -143,6 +150,22 @@ def _sum_scalars(*xs):
     return sum(xs[1:], xs[0])
 
 
+def _patched(xp, raw, sq, flagged, basis_ext):
+    """``raw`` (and ``sq``) with the flagged columns' rows zeroed, and those that take
+    part in the products (``flagged.patch``) taken from their filled values."""
+    bad = xp.asarray(flagged.skip, device=backend.device(raw))
+    raw = xp.where(bad[:, None], 0.0, raw)
+    sq = None if sq is None else xp.where(bad, 0.0, sq)
+    if flagged.patch is None:
+        return raw, sq
+    f64 = xp.float64
+    raw = scatter_rows(raw, flagged.patch_idx, xp.astype(flagged.patch.T @ basis_ext, f64))
+    if sq is not None:
+        patch_sq = xp.astype(backend.column_sumsq(flagged.patch), f64)
+        sq = scatter_rows(sq, flagged.patch_idx, patch_sq)
+    return raw, sq
+
+
 def _read_stripe(
     blocks,
     w,
@@ -175,30 +198,65 @@ def _read_stripe(
     correction = xp.zeros((l,), dtype=f64, device=dev)
     mean = xp.empty((nj,), dtype=f64, device=dev) if (first and spec.center) else None
     nan_mask = xp.zeros((nj,), dtype=xp.bool, device=dev) if (first and rule.active) else None
-    if first and rule.fills:
-        fill = xp.zeros((nj,), dtype=dtype, device=dev)
     amax = xp.zeros((nj,), dtype=f64, device=dev) if (first and spec.watch_range) else None
     ss = xp.zeros((), dtype=f64, device=dev)
+    detect = isinstance(nan_columns, str) and rule.active
+    # NaN (or inf) found from the feature sums of the product, not by a sweep of every
+    # value (later passes of a lazy graph on a device: without the column-length transfers)
+    by_sums = detect and not rule.negative and not (rule.fills and fill is not None and not first)
+    by_sums = by_sums and (first or backend.is_numpy(basis_ext))
+    if first and rule.fills:
+        fill = xp.zeros((nj,), dtype=dtype, device=dev)
     for c0, c1 in sub_blocks(nj, m, spec.sub_block):
         sub = stripe_sub(blocks, 1, c0, c1, dtype, column_scale)
-        # every sample of these features is here: missing="mean" fills the
-        # column's own mean of present values
-        known = nan_columns[c0:c1] if hasattr(nan_columns, "shape") else nan_columns
-        if fill is not None and rule.fills and not first:  # the first pass's fill values
-            sub, count = zero_columns(xp, sub, known, rule, fill[c0:c1], count=False)
-        elif fill is not None:  # first pass, missing="mean": keep them
-            sub, count, fill[c0:c1] = fill_missing(xp, sub, rule, with_value=True)
-        else:
-            sub, count = zero_columns(xp, sub, known, rule)
-        if count is not None:
-            if nan_mask is not None and rule.fills:
-                nan_mask[c0:c1] = count == m
-            elif nan_mask is not None:
+        missing_all = None  # per feature of the sub-block: missing at every sample
+        if detect and not by_sums:  # negative codes, or missing="mean" with known fills
+            count = None
+            if not first:  # the first pass's fill values
+                sub, _ = zero_columns(xp, sub, nan_columns, rule, fill[c0:c1], count=False)
+            elif rule.fills:  # first pass, missing="mean": keep them
+                sub, count, fill[c0:c1] = fill_missing(xp, sub, rule, with_value=True)
+            else:
+                sub, count = zero_columns(xp, sub, nan_columns, rule)
+            missing_all = None if count is None else count == m
+            if count is not None and nan_mask is not None and rule.fills:
+                nan_mask[c0:c1] = missing_all
+            elif count is not None and nan_mask is not None:
                 nan_mask[c0:c1] = check_nan_counts(count, m, offset=offset + c0, locate=locate)
+        skip, flagged = None, None
+        if isinstance(nan_columns, Skip):  # known from the first pass: never read
+            skip, missing_all = nan_columns.part(c0, c1)
+        # (cs, l + 1): C_s W and the feature sums
+        raw = xp.astype(t_product_without(sub, basis_ext, skip), f64)
+        bad = nonfinite(xp, raw[:, l]) if by_sums else None  # NaN (or inf) columns
+        if bad is not None and rule.fills and 2 * int(bad.sum()) > c1 - c0:
+            # most features miss some values: fill the whole sub-block, multiply again
+            sub, count, values = fill_missing(xp, sub, rule, with_value=True)
+            if first:
+                fill[c0:c1] = values
+            missing_all = count == m
+            if nan_mask is not None:
+                nan_mask[c0:c1] = missing_all
+            raw, bad = xp.astype(sub.T @ basis_ext, f64), None
+        elif bad is not None:  # only they are looked at
+            flagged = flag_columns(xp, sub, bad, rule)
+        elif by_sums and nan_mask is not None:
+            nan_mask[c0:c1] = False
+        sq = xp.astype(backend.column_sumsq(sub), f64) if first else None
+        if flagged is not None:
+            skip = flagged.skip
+            missing_all = xp.asarray(flagged.counts == m, device=dev)
+            raw, sq = _patched(xp, raw, sq, flagged, basis_ext)
+            if not rule.fills:  # NaN only where missing at every sample, or raise
+                check_nan_counts(flagged.counts, m, offset=offset + c0, locate=locate)
+            if nan_mask is not None:
+                nan_mask[c0:c1] = missing_all
+            if first and rule.fills:
+                zero = xp.zeros((c1 - c0,), dtype=dtype, device=dev)
+                fill[c0:c1] = scatter_rows(zero, flagged.idx, flagged.values)
         if amax is not None:
-            narrowing = spec.narrowing and column_scale is None
-            amax[c0:c1] = measured_magnitudes(sub, blocks, 1, c0, c1, narrowing, count)
-        raw = xp.astype(sub.T @ basis_ext, f64)  # (cs, l + 1): C_s W and feature sums
+            source = spec.narrowing and column_scale is None
+            amax[c0:c1] = norm_magnitudes(sq, sub, blocks, 1, c0, c1, source, missing_all)
         y = raw[:, :l]
         mu = raw[:, l] / m if spec.center else None
         if mu is not None:
@@ -211,11 +269,14 @@ def _read_stripe(
         Y[c0:c1, :] = xp.astype(y, dtype)
         sums.gram += y.T @ y
         t = y if ws is None else y * ws[:, None]
-        sums.cross += xp.astype(sub @ xp.astype(t, dtype), f64)
+        td = xp.astype(t, dtype)
+        sums.cross += xp.astype(product_without(sub, td, skip), f64)
+        if flagged is not None and flagged.patch is not None:
+            at = xp.asarray(flagged.patch_idx, device=dev)
+            sums.cross += xp.astype(flagged.patch @ xp.take(td, at, axis=0), f64)
         if mu is not None:
             correction += mu @ t
         if first:
-            sq = xp.astype(backend.column_sumsq(sub), f64)
             if mu is not None:
                 sq = sq - m * mu**2
             if ws is not None:

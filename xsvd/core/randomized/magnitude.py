@@ -7,8 +7,12 @@ its weighted column (largest magnitude ``b_j = a_j |w_j|``). A feature of
 1e-20 weighted by 1e20 is an ordinary column of ``B`` even though neither
 factor is ordinary.
 
-The first pass measures every ``a_j`` (a per-column maximum the kernels take
-anyway). The data need rescaling (:func:`needs_rescaling`) when
+The first pass bounds every ``a_j`` from above by the column's norm (from the
+sums of squares the kernels take anyway, so no sweep of its own: ``max|x| <=
+||x|| <= sqrt(m) max|x|``), measuring the largest magnitude exactly only where
+the squares themselves may have overflowed or underflowed (see
+:func:`.stripe.norm_magnitudes`); the rules below take that bound as ``a_j``.
+The data need rescaling (:func:`needs_rescaling`) when
 
 - the largest ``a_j`` is outside :data:`SAFE_MAGNITUDE` (its squares and
   sums would overflow or underflow), or

@@ -29,7 +29,10 @@ from .plan import Problem, ReadSpec
 from .state import FeatureStats, Sketch, Summable
 from .stripe import (
     DETECT,
-    measured_magnitudes,
+    flag_columns,
+    nonfinite,
+    norm_magnitudes,
+    scatter_rows,
     stripe_sub,
     sub_block_lines,
     sub_blocks,
@@ -178,14 +181,42 @@ def _read_stripe(
         amax=xp.zeros((n,), dtype=f64, device=dev) if (first and spec.watch_range) else None,
     )
     ext = xp.ones((min(mi, sub_block_lines(n, spec.sub_block)), l + 1), dtype=dtype, device=dev)
+    # NaN (or inf) found from the column sums of a product, not by a sweep of every value
+    # (later passes of a lazy graph on a device: without the column-length transfers)
+    by_sums = isinstance(nan_columns, str) and rule.active and not rule.fills
+    by_sums = by_sums and (first or backend.is_numpy(basis_w))
+    ones = xp.ones((1, ext.shape[0]), dtype=dtype, device=dev) if by_sums else None
     for r0, r1 in sub_blocks(mi, n, spec.sub_block):
         sub = stripe_sub(blocks, 0, r0, r1, dtype, column_scale)
-        sub, count = zero_columns(xp, sub, nan_columns, rule, fill, count=first)
+        sq, count = None, None
+        if by_sums:
+            colsums = xp.astype(ones[:, : r1 - r0] @ sub, f64)[0, :]
+            if first:
+                sq = xp.astype(backend.column_sumsq(sub), f64)
+                colsums = colsums + sq  # inf or NaN there too where squares overflow
+            bad = nonfinite(xp, colsums)
+            flagged = None if bad is None else flag_columns(xp, sub, bad, rule)
+            if flagged is not None:
+                skip = xp.asarray(flagged.skip, device=dev)
+                count = xp.asarray(flagged.counts, device=dev)
+                sub = xp.where(skip & (count > 0), 0.0, sub)
+                if sq is not None:
+                    sq = xp.where(skip, 0.0, sq)
+                    if flagged.patch is not None:  # finite values whose squares overflow
+                        patch_sq = xp.astype(backend.column_sumsq(flagged.patch), f64)
+                        sq = scatter_rows(sq, flagged.patch_idx, patch_sq)
+            elif first:
+                count = xp.zeros((n,), dtype=xp.int64, device=dev)
+        else:
+            sub, count = zero_columns(xp, sub, nan_columns, rule, fill, count=first)
         if sums.missing_count is not None:
             sums.missing_count += count
+        if first and sq is None:
+            sq = xp.astype(backend.column_sumsq(sub), f64)
         if sums.amax is not None:
-            narrowing = spec.narrowing and column_scale is None
-            mag = measured_magnitudes(sub, blocks, 0, r0, r1, narrowing, count)
+            source = spec.narrowing and column_scale is None
+            everywhere = None if count is None else count == (r1 - r0)
+            mag = norm_magnitudes(sq, sub, blocks, 0, r0, r1, source, everywhere)
             sums.amax = xp.maximum(sums.amax, mag)
         if shift is not None:
             sub = sub - shift
@@ -198,7 +229,7 @@ def _read_stripe(
         sums.gram += y64.T @ y64
         sums.sketch_sum += xp.sum(y64, axis=0)
         if sums.sumsq is not None:
-            sums.sumsq += xp.astype(backend.column_sumsq(sub), f64)
+            sums.sumsq += sq
     return Y, sums
 
 

@@ -53,9 +53,11 @@ class FeatureStats:
         ``||B||_F^2``, the total sum of squares of the centered, weighted data.
     nan_mask : array (n,) of bool, or None
         Features missing at every sample (None when nothing can be missing).
-    amax : scalar or None
-        The largest magnitude in the data as read (times ``Problem.scale``),
-        where the data's dtype does not bound it (see ``Problem.watch_range``).
+    amax : array or None
+        Per feature, a bound on the largest magnitude in the data as read (the
+        column's norm, or the largest magnitude where that is measured exactly:
+        see :func:`.stripe.norm_magnitudes`), where the data's dtype does not
+        bound it (see ``Problem.watch_range``).
     fill : array (n,) or None
         ``missing="mean"`` over stripes of features: each feature's fill value
         (its mean over present values, in the product dtype), for later passes.

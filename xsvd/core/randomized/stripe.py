@@ -5,9 +5,19 @@ the data are chunked one way only). Kernels walk it in sub-blocks of about
 ``sub_block`` elements: each is converted to the product dtype (unpacked, for
 packed genotypes), its missing values filled, and multiplied while it is in
 cache. No stripe-sized float copy is ever made.
+
+Sweeps of each sub-block beyond the products are few: the first pass finds the
+columns holding NaN (or inf) from the column sums a product gives anyway
+(:func:`nonfinite`) and looks only at those (:func:`flag_columns`); magnitudes
+come from the sums of squares (:func:`norm_magnitudes`); features missing at
+every sample (land) are left out of later products, which multiply the runs of
+clean columns as views (:func:`product_without`): they are never read again.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -154,41 +164,198 @@ def fill_missing(
     return xp.where(mask, value, sub), count
 
 
-def column_magnitudes(sub):
-    """Per column, the largest magnitude in a float sub-block (``inf`` where one is infinite)."""
-    xp = backend.api(sub)
-    return xp.maximum(xp.max(sub, axis=0), -xp.min(sub, axis=0))
+@dataclass(frozen=True)
+class Skip:
+    """Features missing at every sample, as the first pass found them: a boolean per
+    column on the host (to cut the products into runs of clean columns) and the same on
+    the data's device (to zero their rows of the small products)."""
+
+    host: np.ndarray
+    device: Any
+
+    def part(self, start: int, stop: int):
+        return self.host[start:stop], self.device[start:stop]
 
 
-def measured_magnitudes(sub, blocks, axis: int, start: int, stop: int, narrowing: bool, missing):
-    """:func:`column_magnitudes` of a sub-block, in float64, true to the source data.
+@dataclass
+class Flagged:
+    """The columns of a sub-block that hold NaN (or inf, or overflowed in a sum), found
+    from sums a product gave anyway (:func:`flag_columns`).
 
-    ``narrowing`` (float64 data converted to float32, unscaled): a value
-    beyond float32's range became ``inf`` or ``0`` in the conversion; such
-    columns (but not those ``missing`` says are missing at every row of the
-    sub-block) are measured again in the source blocks, so that only values
-    infinite in the data read as infinite, and data below float32's range
-    as what they are.
+    ``skip`` (host bool per column): left out of products with the sub-block as it is;
+    ``idx`` (host): the flagged columns; ``counts`` (host): missing values per column of
+    the sub-block; ``patch_idx`` (host) and ``patch``: the flagged columns that still
+    take part in the products (filled under ``missing="mean"``; under ``"error"`` those
+    not missing at every row), as a small gathered block; ``values``: per flagged column,
+    the value filled in (``missing="mean"``), else None.
     """
-    xp = backend.api(sub)
-    mag = xp.astype(column_magnitudes(sub), xp.float64)
-    if not narrowing:
-        return mag
-    tiny = float(np.finfo(backend.numpy_dtype(sub.dtype)).tiny)
-    suspect = ~(mag < np.inf) | (mag < tiny)
+
+    skip: np.ndarray
+    idx: np.ndarray
+    counts: np.ndarray
+    patch_idx: np.ndarray
+    patch: Any
+    values: Any
+
+
+def nonfinite(xp, sums) -> np.ndarray | None:
+    """Host booleans: which of ``sums`` (per column, a sum over the rows that a product
+    took anyway) are NaN or inf, i.e. which columns hold NaN or inf (or overflowed in the
+    sum); None when none do (the usual case). One column-length vector to the host."""
+    bad = backend.to_numpy(~xp.isfinite(sums))
+    return bad if bad.any() else None
+
+
+def flag_columns(xp, sub, bad: np.ndarray, rule: MissingRule, fill=None) -> Flagged:
+    """The columns of float sub-block ``sub`` that :func:`nonfinite` found (``bad``).
+
+    Only those columns are looked at: a sub-block without missing values costs no
+    sweep. Under ``missing="error"`` they are counted in views of their runs (land comes
+    in long runs), else gathered. ``fill``: ``missing="mean"``, per flagged column, the
+    value to fill (None: the mean of the column's present values in this sub-block).
+    Rules whose negative values count as missing (integer codes) cannot be found from
+    sums: not for them.
+    """
+    idx = np.flatnonzero(bad)
+    dev = backend.device(sub)
+    counts = np.zeros(sub.shape[1], dtype=np.int64)
+    runs = clean_runs(~bad)
+    if not rule.fills and len(runs) * MIN_MEAN_RUN <= idx.size:
+        for a, b in runs:
+            counts[a:b] = backend.to_numpy(xp.count_nonzero(rule.mask(xp, sub[:, a:b]), axis=0))
+        keep = idx[counts[idx] == 0]  # infinite or overflowed, nothing missing: as read
+        patch = xp.take(sub, xp.asarray(keep, device=dev), axis=1) if keep.size else None
+        return Flagged(bad, idx, counts, keep, patch, None)
+    g = xp.take(sub, xp.asarray(idx, device=dev), axis=1)
+    mask = rule.mask(xp, g)
+    count_g = xp.count_nonzero(mask, axis=0)
+    counts[idx] = backend.to_numpy(count_g)
+    if not rule.fills:
+        pos = np.flatnonzero(counts[idx] == 0)
+        patch = xp.take(g, xp.asarray(pos, device=dev), axis=1) if pos.size else None
+        return Flagged(bad, idx, counts, idx[pos], patch, None)
+    if fill is None:
+        present = xp.sum(xp.where(mask, 0.0, g), axis=0, dtype=xp.float64)
+        n_present = xp.astype(xp.maximum(sub.shape[0] - count_g, 1), xp.float64)
+        fill = xp.astype(present / n_present, g.dtype)
+    return Flagged(bad, idx, counts, idx, xp.where(mask, fill, g), fill)
+
+
+#: Clean columns left between skipped ones are multiplied as views of the sub-block when
+#: they come in runs of at least this many on average; otherwise they are gathered into
+#: one block (one copy, fewer small products).
+MIN_MEAN_RUN = 16
+
+
+def clean_runs(skip: np.ndarray):
+    """``(start, stop)`` of the runs of False in the host boolean vector ``skip``."""
+    edges = np.diff(np.concatenate(([0], (~skip).astype(np.int8), [0])))
+    starts, stops = np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist()
+    return list(zip(starts, stops, strict=True))
+
+
+def _pieces(skip: np.ndarray):
+    """The clean columns as runs (``list`` of ``(start, stop)``), or as one index array
+    when they come in short runs (see :data:`MIN_MEAN_RUN`)."""
+    runs = clean_runs(skip)
+    if len(runs) <= 1 or len(runs) * MIN_MEAN_RUN <= sum(b - a for a, b in runs):
+        return runs
+    return np.flatnonzero(~skip)
+
+
+def product_without(sub, t, skip: np.ndarray | None):
+    """``sub @ t`` with the columns that ``skip`` (host booleans, or None) names left out.
+
+    Their values (NaN, for features missing at every sample) never enter the
+    product, and no filled copy of the sub-block is made: the clean columns
+    are multiplied as views, run by run, or, when they are scattered in short
+    runs, gathered into one block first.
+    """
+    if skip is None:
+        return sub @ t
+    xp, dev = backend.api(sub), backend.device(sub)
+    pieces = _pieces(skip)
+    if isinstance(pieces, np.ndarray):
+        idx = xp.asarray(pieces, device=dev)
+        return xp.take(sub, idx, axis=1) @ xp.take(t, idx, axis=0)
+    out = xp.zeros((sub.shape[0], t.shape[1]), dtype=t.dtype, device=dev)
+    for a, b in pieces:
+        out = out + sub[:, a:b] @ t[a:b, :]
+    return out
+
+
+def t_product_without(sub, w, skip: np.ndarray | None):
+    """``sub.T @ w`` with zero rows for the columns that ``skip`` names (see
+    :func:`product_without`): those columns are never read."""
+    if skip is None:
+        return sub.T @ w
+    xp, dev = backend.api(sub), backend.device(sub)
+    pieces = _pieces(skip)
+    out = xp.zeros((sub.shape[1], w.shape[1]), dtype=w.dtype, device=dev)
+    if isinstance(pieces, np.ndarray):
+        part = xp.take(sub, xp.asarray(pieces, device=dev), axis=1).T @ w
+        return scatter_rows(out, pieces, part)
+    for a, b in pieces:
+        out[a:b, :] = sub[:, a:b].T @ w
+    return out
+
+
+def scatter_rows(x, idx_host: np.ndarray, values):
+    """``x`` with rows ``idx_host`` (host integers, sorted) replaced by ``values`` (a copy of
+    ``x``'s size; works on any array-API library, which need not support integer setitem)."""
+    xp = backend.api(x)
+    if isinstance(x, np.ndarray) or backend.is_cupy(x):
+        out = x.copy()
+        out[idx_host] = values
+        return out
+    pos = np.zeros(x.shape[0], dtype=np.int64)
+    pos[idx_host] = np.arange(1, idx_host.size + 1)
+    stacked = xp.concat([x[:1, ...], values], axis=0)
+    picked = xp.take(stacked, xp.asarray(pos, device=backend.device(x)), axis=0)
+    keep = xp.asarray(pos == 0, device=backend.device(x))
+    if x.ndim == 2:
+        keep = keep[:, None]
+    return xp.where(keep, x, picked)
+
+
+def norm_magnitudes(sq, sub, blocks, axis: int, start: int, stop: int, source: bool, missing):
+    """Per column, a bound on the largest magnitude of a float sub-block: its norm, from the
+    sums of squares ``sq`` (float64) the first pass takes anyway, so that no sweep of its own
+    is needed.
+
+    ``max|x| <= ||x|| <= sqrt(rows) max|x|``: the rules of :mod:`.magnitude` take it as
+    the column's magnitude (an upper bound, at most ``sqrt(rows)`` above). Where the
+    squares may have overflowed or underflowed (a norm that is not finite, or below
+    ``2**(minexp/2 + 26)`` of the sub-block's dtype) and the column is not missing at every
+    row (``missing``: per column, True there, or None), the magnitudes are measured
+    exactly (:func:`exact_magnitudes`): rare, and then one more sweep.
+    ``source``: measure in the source blocks (float64 data converted to float32, unscaled).
+    """
+    xp = backend.api(sq)
+    mag = xp.sqrt(sq)
+    low = 2.0 ** (np.finfo(backend.numpy_dtype(sub.dtype)).minexp // 2 + 26)
+    suspect = ~(mag < np.inf) | (mag < low)
     if missing is not None:
-        suspect &= missing < sub.shape[0]
+        suspect = suspect & ~missing
     if not backend.to_scalar(xp.any(suspect)):  # one value to the host
-        return mag
-    # rare (values beyond float32's range): every column measured again in the source
+        return xp.where(mag < np.inf, mag, 0.0) if missing is not None else mag
+    exact = exact_magnitudes(sub, blocks, axis, start, stop, source)
+    return xp.where(suspect, exact, xp.where(mag < np.inf, mag, 0.0))
+
+
+def exact_magnitudes(sub, blocks, axis: int, start: int, stop: int, source: bool):
+    """Per column, the largest magnitude in float64, NaN (missing) left out: of the source
+    blocks (``source``), else of the sub-block itself."""
+    xp = backend.api(sub)
+    if not source:
+        return _finite_magnitudes(sub)
     if axis == 0:  # blocks side by side: each holds some of the columns
-        source = xp.concat([_finite_magnitudes(b[start:stop, :]) for b in blocks])
-    else:  # blocks stacked: each holds some rows of every column
-        parts = [_finite_magnitudes(b[:, start:stop]) for b in blocks]
-        source = parts[0]
-        for part in parts[1:]:
-            source = xp.maximum(source, part)
-    return xp.where(suspect, source, mag)
+        return xp.concat([_finite_magnitudes(b[start:stop, :]) for b in blocks])
+    parts = [_finite_magnitudes(b[:, start:stop]) for b in blocks]  # stacked: rows of each
+    out = parts[0]
+    for part in parts[1:]:
+        out = xp.maximum(out, part)
+    return out
 
 
 def _finite_magnitudes(x):
