@@ -288,10 +288,10 @@ class _Sweeps:
 
     def __init__(self):
         self.count = 0
+        self.shapes = {(ROWS, COLS), (COLS, ROWS)}
 
     def sub_block(self, *values) -> bool:
-        shapes = {(ROWS, COLS), (COLS, ROWS)}
-        return any(tuple(getattr(v, "shape", ()) or ()) in shapes for v in values)
+        return any(tuple(getattr(v, "shape", ()) or ()) in self.shapes for v in values)
 
     def namespace(self, ns):
         sweeps = self
@@ -341,7 +341,8 @@ def sweeps(monkeypatch):
 #: one. The first pass finds NaN columns from the sums a product gives (a column holding
 #: NaN sums to NaN), magnitudes from the sums of squares (their one sweep), so float data
 #: take one sweep; land (features NaN at every sample) one more over stripes of samples
-#: (zeroed), none over stripes of features (left out of the products, never read again).
+#: (zeroed; later passes gather the other features, a copy of them as the sweep), none
+#: over stripes of features (left out of the products, never read again).
 #: Later passes: the conversion (int8) and the centering (stripes of samples; over
 #: features centering is a rank-one correction), and with missing="mean" the mask and
 #: the fill.
@@ -375,6 +376,7 @@ def test_sweeps_of_each_sub_block_per_pass(sweeps, orientation, kind):
         land = [3, 4, 5, 11, 150, 151, 152, 153, 154, 155]  # missing at every sample
         if orientation == "samples":
             a[:, land[:4]] = np.nan
+            sweeps.shapes.add((ROWS, COLS - 4))  # the other features, gathered
         else:  # the samples are a's columns
             a[land, :] = np.nan
     a = a.astype(np.float64 if kind in ("mean", "land") else kind)

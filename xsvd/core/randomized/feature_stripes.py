@@ -108,8 +108,8 @@ class FeatureStripes:
         if self._nan_columns is None or self._nan_columns[0] is not stats:
             parts = []
             for s in stats:
-                host = backend.to_numpy(s.nan_mask)
-                parts.append(Skip(host, s.nan_mask) if host.any() else None)
+                some = backend.to_scalar(backend.api(s.nan_mask).any(s.nan_mask))
+                parts.append(Skip(backend.to_numpy(s.nan_mask), s.nan_mask) if some else None)
             self._nan_columns = (stats, parts)
         return self._nan_columns[1]
 

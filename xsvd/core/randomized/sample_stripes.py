@@ -29,6 +29,7 @@ from .plan import Problem, ReadSpec
 from .state import FeatureStats, Sketch, Summable
 from .stripe import (
     DETECT,
+    Skip,
     flag_columns,
     nonfinite,
     norm_magnitudes,
@@ -124,15 +125,16 @@ class SampleStripes:
 
     def nan_columns(self, stats: FeatureStats):
         """What later passes do about missing values (see :data:`.stripe.DETECT`): with
-        ``missing="error"`` and concrete statistics, the first pass's all-NaN mask, or None
-        when no feature is NaN (one value to the host, once)."""
+        ``missing="error"`` and concrete statistics, the first pass's all-NaN features as
+        a :class:`.stripe.Skip` (left out: the other features are gathered), or None when
+        no feature is NaN (the mask to the host, once)."""
         rule = self.problem.missing
         if not self.ex.concrete or not rule.active or rule.fills:
             return DETECT
         if self._nan_columns is None or self._nan_columns[0] is not stats:
             mask = stats.nan_mask
-            some = backend.to_scalar(backend.api(mask).any(mask))
-            self._nan_columns = (stats, mask if some else None)
+            some = backend.to_scalar(backend.api(mask).any(mask))  # one value; then the mask
+            self._nan_columns = (stats, Skip(backend.to_numpy(mask), mask) if some else None)
         return self._nan_columns[1]
 
     def magnitudes(self, stats: FeatureStats):
@@ -181,6 +183,8 @@ def _read_stripe(
         amax=xp.zeros((n,), dtype=f64, device=dev) if (first and spec.watch_range) else None,
     )
     ext = xp.ones((min(mi, sub_block_lines(n, spec.sub_block)), l + 1), dtype=dtype, device=dev)
+    if isinstance(nan_columns, Skip):  # land known: only the other features are multiplied
+        return _read_kept(blocks, basis_w, shift, spec, column_scale, nan_columns, Y, sums, ext)
     # NaN (or inf) found from the column sums of a product, not by a sweep of every value
     # (later passes of a lazy graph on a device: without the column-length transfers)
     by_sums = isinstance(nan_columns, str) and rule.active and not rule.fills
@@ -230,6 +234,36 @@ def _read_stripe(
         sums.sketch_sum += xp.sum(y64, axis=0)
         if sums.sumsq is not None:
             sums.sumsq += sq
+    return Y, sums
+
+
+def _read_kept(blocks, basis_w, shift, spec: ReadSpec, column_scale, skip, Y, sums, ext):
+    """A later pass of a sample stripe whose features ``skip`` (a :class:`.stripe.Skip`)
+    names are missing at every sample: each sub-block's other features are gathered
+    (one copy of them, the mean subtracted in place where the library allows), so land
+    is neither read into the products nor multiplied."""
+    xp, dev = backend.api(basis_w), backend.device(basis_w)
+    f64 = xp.float64
+    mi, (n, l) = blocks[0].shape[0], basis_w.shape
+    keep = xp.asarray(np.flatnonzero(~skip.host), device=dev)
+    bw = xp.take(basis_w, keep, axis=0)
+    centre = None if shift is None else xp.take(shift, keep, axis=0)
+    cross = xp.zeros((keep.shape[0], l + 1), dtype=f64, device=dev)
+    for r0, r1 in sub_blocks(mi, n, spec.sub_block):
+        sub = xp.take(stripe_sub(blocks, 0, r0, r1, basis_w.dtype, column_scale), keep, axis=1)
+        if centre is not None and isinstance(sub, np.ndarray):
+            np.subtract(sub, centre, out=sub)
+        elif centre is not None:
+            sub = sub - centre
+        y = sub @ bw
+        Y[r0:r1, :] = y
+        e = ext[: r1 - r0, :]
+        e[:, :l] = y
+        cross += xp.astype(sub.T @ e, f64)
+        y64 = xp.astype(y, f64)
+        sums.gram += y64.T @ y64
+        sums.sketch_sum += xp.sum(y64, axis=0)
+    sums.cross = scatter_rows(sums.cross, np.flatnonzero(~skip.host), cross)
     return Y, sums
 
 
