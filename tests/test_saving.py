@@ -225,3 +225,17 @@ def test_results_saved_with_components_from_0_open_with_components_from_1(
         assert list(part["component"].values) == [1, 2, 3]
     np.testing.assert_array_equal(back.V.sel(component=1), res.V.isel(component=0))
     assert res.to_dataset().attrs["xsvd_format"] == 5
+
+
+@pytest.mark.parametrize("method", ["exact", "compressed"])
+def test_variance_shares_of_data_beyond_float64_squares_survive_saving(method, tmp_path):
+    # ||B||_F**2 overflows float64 at 1e200: the shares come from ||B||_F, which is saved
+    field = datasets.climate_field(n_time=40, n_lat=6, n_lon=8, seed=2) * 1e200
+    res = field.svd(k=3, dim="time", method=method, **({"seed": 0} if method != "exact" else {}))
+    assert np.isinf(float(res.total_variance))
+    want = res.explained_variance_ratio.values
+    assert np.isfinite(want).all() and 0 < want.sum() <= 1
+    path = tmp_path / "big.zarr"
+    res.to_zarr(path)
+    again = xsvd.open_result(path)
+    np.testing.assert_allclose(again.explained_variance_ratio.values, want, rtol=1e-12)

@@ -9,7 +9,9 @@ through its public interface only (``layout``, ``decomposition``,
 
 The saved form (``xsvd_format = 5``): variables ``U``, ``S``, ``V``,
 ``explained_variance_ratio``, ``total_variance``, and where they apply
-``mean``, ``weights``, ``nan_features`` and the error estimates
+``mean``, ``weights``, ``nan_features``, ``total_norm`` (``||B||_F``, from
+which the variance shares come where ``total_variance`` is beyond float64)
+and the error estimates
 ``error_S``, ``error_angle``, ``error_residual``, with the input's
 coordinates; and the attributes
 
@@ -60,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from ..core import Decomposition
+from ..core import Decomposition, backend
 from ..labeled import units
 from ..labeled.dims import cftime_calendar
 from ..labeled.layout import COMPONENT, Layout
@@ -96,6 +98,8 @@ def result_to_dataset(res: SVDResult) -> xr.Dataset:
     data = {"U": res.U, "S": units.dequantify(res.S), "V": res.V}
     data["explained_variance_ratio"] = res.explained_variance_ratio
     data["total_variance"] = units.dequantify(res.total_variance)
+    if d.total_norm is not None:  # ||B||_F: the variance shares where total_variance is inf
+        data["total_norm"] = xr.DataArray(np.asarray(backend.to_numpy(d.total_norm), float))
     if res.mean is not None:
         data["mean"] = units.dequantify(res.mean)
     if res.weights is not None:
@@ -209,6 +213,7 @@ def result_from_dataset(ds: xr.Dataset, *, explain=None) -> SVDResult:
         method=ds.attrs["xsvd_method"],
         settings=settings,
         errors=errors,
+        total_norm=np.asarray(ds["total_norm"].values) if "total_norm" in ds else None,
     )
     return SVDResult(d, layout, weights=weights, units=result_units)
 
