@@ -67,21 +67,46 @@ _GPU = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="needs C
 
 def strict_available() -> bool:
     """True when array-api-strict (the strict second device the GPU path is tested on) is
-    installed."""
+    installed (with NumPy 1, once its move between devices is mended: :func:`pytest_configure`)."""
     try:
         import array_api_strict  # noqa: F401
     except ImportError:
         return False
-    # its moves between devices call np.asarray(copy=...): NumPy 2 (the minimum-versions
-    # run, on NumPy 1.26, skips these tests)
-    return int(np.__version__.split(".")[0]) >= 2
+    return True
+
+
+def _mend_strict_to_device() -> None:
+    """Make array-api-strict's ``Array.to_device`` work with NumPy 1 (the minimum-versions run).
+
+    Up to at least 2.6.1 it copies with ``np.asarray(a, copy=True)``, a keyword that NumPy
+    1.26 lacks (``TypeError: asarray() got an unexpected keyword argument 'copy'``), so no
+    array could leave device1 there. Its own ``asarray(x, device=, copy=True)`` makes the
+    same copy onto the other device and works with NumPy 1 and 2: ``to_device`` is pointed
+    at it, for the tests only, and only where NumPy is older than 2.
+    """
+    if int(np.__version__.split(".")[0]) >= 2 or not strict_available():
+        return
+    import array_api_strict
+
+    def to_device(self, device, /, stream=None):
+        if stream is not None:
+            raise ValueError("The stream argument to to_device() is not supported")
+        if device == self.device:
+            return self
+        if not isinstance(device, array_api_strict.Device):
+            raise ValueError(f"Unsupported device {device!r}")
+        return array_api_strict.asarray(self, device=device, copy=True)
+
+    type(array_api_strict.asarray(0.0)).to_device = to_device  # its (unexported) Array
+
+
+def pytest_configure(config):
+    _mend_strict_to_device()
 
 
 #: array-api-strict's second device: it refuses implicit conversion to NumPy and mixing
 #: devices, as CuPy does, so the device path is checked on every run without a GPU.
-_STRICT = [
-    pytest.mark.skipif(not strict_available(), reason="needs array-api-strict and NumPy >= 2")
-]
+_STRICT = [pytest.mark.skipif(not strict_available(), reason="needs array-api-strict")]
 
 
 def strict_device():

@@ -4,7 +4,9 @@ A result decomposed from data on ``Device("device1")`` keeps its arrays there;
 each method here must give its output on that device, equal to the same method
 on the result moved to the host (``as_numpy()``) and NumPy data, with no
 implicit conversion to NumPy (the device refuses it) and no move of the data
-to the host.
+to the host. ``project`` of data in the other memory (host data on a device
+result, or the reverse) moves the data once, counted, to where the result
+lives.
 """
 
 from __future__ import annotations
@@ -12,16 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import strict_available
 
 import xsvd
 from xsvd.core import backend
 
-xs = pytest.importorskip("array_api_strict")
-if not strict_available():  # pragma: no cover - the minimum-versions run (NumPy 1.26)
-    pytest.skip(
-        "array-api-strict moves data between devices with NumPy 2 only", allow_module_level=True
-    )
+xs = pytest.importorskip("array_api_strict")  # with NumPy 1 too: conftest mends to_device
 DEVICE = xs.Device("device1")
 
 
@@ -64,6 +61,47 @@ def test_project_on_the_device(field):
     np.testing.assert_allclose(backend.to_numpy(got.data), host.U.values, atol=1e-10)
 
 
+def test_project_host_data_on_a_device_result(field):
+    """New data on the host, the result on the device: the data move to the device once
+    (counted), and the scores live where the result lives."""
+    sst, _, res, host = field
+    backend.TRANSFERS.reset()
+    got = res.project(sst)
+    assert backend.TRANSFERS.count("to_device", larger_than=sst.size - 1) == 1
+    assert backend.TRANSFERS.largest("to_host") < sst.size
+    _same(got, host.project(sst))
+    gappy = sst.astype(np.float32)  # float32, with a gap the result's mean stands for
+    gappy[3, 2, 5] = np.nan
+    want = host.project(gappy, missing="mean")
+    _same(res.project(gappy, missing="mean"), want, rtol=1e-6)
+
+
+def test_project_device_data_on_a_host_result(field):
+    """The reverse: data on the device, the result on the host: NumPy scores, the data
+    brought to the host once (counted)."""
+    sst, on_dev, _, host = field
+    backend.TRANSFERS.reset()
+    got = host.project(on_dev)
+    assert backend.TRANSFERS.count("to_host", larger_than=sst.size - 1) == 1
+    assert isinstance(got.data, np.ndarray)
+    np.testing.assert_allclose(got.values, host.project(sst).values, rtol=1e-12, atol=1e-12)
+
+
+def test_project_dask_data_on_a_device_result_says_what_to_do(field):
+    sst, _, res, _ = field  # Dask cannot take array-api-strict arrays as chunks
+    with pytest.raises(TypeError, match=r"Compute the new data first \(`other.compute\(\)`\)"):
+        res.project(sst.chunk(time=20))
+
+
+@pytest.mark.parametrize("method", ["varimax", "promax"])
+def test_rotated_project_across_devices(field, method):
+    sst, on_dev, res, host = field
+    want = host.rotate(3, method=method).project(sst)
+    _same(res.rotate(3, method=method).project(sst), want, rtol=1e-10)
+    got = host.rotate(3, method=method).project(on_dev)
+    np.testing.assert_allclose(got.values, want.values, rtol=1e-10, atol=1e-12)
+
+
 def test_project_missing_mean_on_the_device(field):
     sst, _, res, host = field
     gappy = sst.copy()
@@ -101,6 +139,45 @@ def test_correlation_maps_on_the_device(field):
     # the data on the host, the result on the device: the PCs (small) come to the host
     host_data = res.correlation_maps(sst)
     np.testing.assert_allclose(host_data.values, want.values, rtol=1e-12)
+
+
+def _shuffled_samples(sst: xr.DataArray) -> xr.DataArray:
+    """``sst`` with its time steps in another order and three more of them (labels that the
+    decomposition lacks), so that the maps must reindex the samples by label."""
+    extra = sst.isel(time=slice(0, 3)).assign_coords(
+        time=sst.time.values[-1] + np.arange(1, 4) * np.timedelta64(30, "D")
+    )
+    return xr.concat([sst, extra + 1.0], "time").isel(
+        time=np.random.default_rng(0).permutation(sst.sizes["time"] + 3)
+    )
+
+
+def test_correlation_maps_reindex_samples_on_the_device(field):
+    sst, _, res, host = field
+    shuffled = _shuffled_samples(sst)
+    assert not shuffled.indexes["time"].equals(res.U.indexes["time"])
+    backend.TRANSFERS.reset()
+    got = res.correlation_maps(_on_device(shuffled))
+    assert backend.TRANSFERS.largest("to_host") < sst.size  # the data stay on the device
+    want = host.correlation_maps(sst)  # the same samples, in the decomposition's order
+    _same(got, want)
+    _same(res.covariance_maps(_on_device(shuffled)), host.covariance_maps(sst))
+    # the data on the device, the result on the host: the maps on the data's device
+    _same(host.correlation_maps(_on_device(shuffled)), want)
+
+
+def test_correlation_maps_other_features_on_the_device(field):
+    sst, _, res, host = field
+    # another field on the same samples: fewer grid points, in another order
+    other = sst.isel(lat=slice(1, 6), lon=slice(None, None, -2)).transpose("lon", "time", "lat")
+    got = res.correlation_maps(_on_device(other))
+    want = host.correlation_maps(other)
+    assert want.dims == ("component", "lon", "lat")
+    _same(got, want)
+    np.testing.assert_allclose(  # the same numbers as the full maps at those points
+        want.values,
+        host.correlation_maps(sst).sel(lat=other.lat, lon=other.lon).transpose(*want.dims).values,
+    )
 
 
 def test_covariance_maps_on_the_device(field):

@@ -399,7 +399,7 @@ def _aligned_field(res, data) -> tuple[xr.DataArray, Any, str]:
                     f"Select the same samples, e.g. `data.sel({d}=res.U[{d!r}])`, or "
                     "decompose the period the data cover."
                 )
-            plain = plain.reindex({d: want})
+            plain = _select_labels(plain, d, want)
         elif plain.sizes[d] != U.sizes[d]:
             raise ValueError(
                 f"The data have {plain.sizes[d]} samples along {d!r}, the decomposition "
@@ -417,6 +417,22 @@ def _aligned_field(res, data) -> tuple[xr.DataArray, Any, str]:
         plain.copy(data=backend.astype(plain.data, np.float64)) if dtype != np.float64 else plain
     )
     return plain, units, name
+
+
+def _select_labels(x: xr.DataArray, dim, labels) -> xr.DataArray:
+    """``x`` at ``labels`` along ``dim`` (all present, once), on the data's device.
+
+    xarray's ``reindex`` for NumPy and Dask data; for data on a device (CuPy, or another
+    array library, whose arrays take only index arrays of their own) the positions are found
+    on the host from the coordinates and taken on the device, so the data never leave it.
+    """
+    if backend.is_dask(x.data) or backend.namespace(x.data) is np:
+        return x.reindex({dim: labels})
+    positions = x.indexes[dim].get_indexer(labels)
+    where = backend.transfer(positions, x.data)  # one index per sample, to the device
+    data = backend.api(x.data).take(x.data, where, axis=x.get_axis_num(dim))
+    coords = x.coords.to_dataset().isel({dim: positions}).coords
+    return xr.DataArray(data, dims=x.dims, coords=coords, name=x.name, attrs=x.attrs)
 
 
 # ------------------------------------------------------------------ units

@@ -372,7 +372,29 @@ class SVDResult(statistics.StatisticsMethods):
         Returns
         -------
         xarray.DataArray
-            Dims ``(*sample_dims_of_other, "component")``.
+            Dims ``(*sample_dims_of_other, "component")``, in the memory where
+            this result lives (whatever memory ``other`` is in).
+
+        Notes
+        -----
+        The scores live where the result lives: ``other`` is moved to the
+        result's memory first (host data to a result on a device, device data
+        to a result on the host), once, through
+        :func:`xsvd.core.backend.transfer`, which counts every move
+        (``backend.TRANSFERS``). To have the scores elsewhere, move the result
+        (:meth:`as_numpy`, :meth:`as_cupy`) rather than the data. Dask data
+        projected on a CuPy result become Dask arrays of CuPy chunks; Dask
+        cannot hold other array libraries' arrays as chunks, so for a result
+        of such a library compute ``other`` first.
+
+        Examples
+        --------
+        >>> import numpy as np, xsvd
+        >>> sst = xsvd.datasets.climate_field(n_time=48, n_lat=12, n_lon=24)
+        >>> res = sst.svd(k=3, dim="time", center=True)
+        >>> scores = res.project(sst)
+        >>> bool(abs(scores - res.U).max() < 1e-9)
+        True
         """
         if missing not in (None, "mean"):
             raise ValueError(
@@ -390,9 +412,10 @@ class SVDResult(statistics.StatisticsMethods):
         other = _units.magnitude_in(other, self._units, self._layout.attrs)
         X, sample_dims, shape, coords = L.samples_matrix(other)
         V = d.V
+        X = _in_memory_of(X, V)  # the scores live where the result lives
         if d.nan_features is not None:
             mask = d.nan_features
-            V = backend.where(mask[:, None], 0, V)
+            V = backend.where(mask[:, None], 0.0, V)
             if missing is None:
                 row = backend.row_like(mask[None, :], X)
                 X = backend.map_blocks(_zero_masked, X, row, dtype=X.dtype)
@@ -404,7 +427,7 @@ class SVDResult(statistics.StatisticsMethods):
         if d.mean is not None:
             X = X - d.mean
         if missing == "mean":  # at the mean they stand for: zero once centered
-            X = backend.where(gaps, 0, X)
+            X = backend.where(gaps, 0.0, X)
         if self._weights is not None:
             X = X * backend.on_backend_of(self._weights, X)
         scores = X @ V
@@ -458,13 +481,41 @@ class SVDResult(statistics.StatisticsMethods):
 def _zero_masked(X, mask):
     """Zero the features that were all-NaN in the decomposed data; other NaN raise."""
     xp = backend.api(X)
-    out = xp.where(mask, 0, X)
+    zero = 0.0 if backend.numpy_dtype(X.dtype).kind in "fc" else 0  # scalars of X's kind
+    out = xp.where(mask, zero, X)
     if backend.to_scalar(xp.any(xp.isnan(out))):
         raise ValueError(
             "The new data have NaN at features that were not all-NaN in the decomposed "
             "data. Fill or drop them before projecting."
         )
     return out
+
+
+def _same_memory(x, like) -> bool:
+    """Whether ``x`` (or its chunks) and ``like`` live in the same memory."""
+    if backend.is_numpy(x) or backend.is_numpy(like):
+        return backend.is_numpy(x) and backend.is_numpy(like)
+    return backend.namespace(x) is backend.namespace(like) and backend.device(x) == backend.device(
+        like
+    )
+
+
+def _in_memory_of(X, like):
+    """New data ``X`` moved to the memory of the result's array ``like`` (counted moves)."""
+    if _same_memory(X, like):
+        return X
+    if backend.is_numpy(like):
+        return backend.to_host(X)
+    if backend.is_cupy(like):
+        return backend.to_cupy(X)
+    if backend.is_dask(X):
+        raise TypeError(
+            f"The result lives on {backend.device(like)!r} (arrays of "
+            f"{backend.namespace(like).__name__}), which Dask cannot hold as chunks, so "
+            "lazily chunked new data cannot be projected there. Compute the new data first "
+            "(`other.compute()`), or project on the result in host memory (`res.as_numpy()`)."
+        )
+    return backend.transfer(X, like)
 
 
 def _safe(S):
