@@ -116,3 +116,19 @@ def test_products_without_skipped_columns():
         np.testing.assert_allclose(product_without(bad, t, skip), clean @ t, atol=1e-12)
         np.testing.assert_allclose(t_product_without(bad, w, skip), clean.T @ w, atol=1e-12)
     assert clean_runs(np.array([True, False, False, True, False])) == [(1, 3), (4, 5)]
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e6])
+def test_later_passes_center_without_cancellation(offset):
+    # stripes of samples in float64: a mean that is small next to the spread is taken off
+    # by a rank-one correction (no sweep); a large one is subtracted from each sub-block,
+    # where the correction would cancel (it lost 15x accuracy at a mean of 1e6 x spread)
+    rng = np.random.default_rng(0)
+    m, n = 2000, 300
+    a = rng.standard_normal((m, 5)) @ rng.standard_normal((5, n))
+    a += 0.01 * rng.standard_normal((m, n)) + offset * (1 + rng.random(n))
+    c = a - a.mean(axis=0)
+    s = np.linalg.svd(c, compute_uv=False)[:8]
+    d = randomized_svd(a, 8, n_power_iter=6, center=True, seed=0)
+    assert np.max(np.abs(np.asarray(d.S) - s) / s) < 1e-2
+    assert np.max(np.abs(np.asarray(d.S[:5]) - s[:5]) / s[:5]) < 1e-9

@@ -63,6 +63,11 @@ class PresentSums(Summable):
     counts: Any
 
 
+#: Later passes over stripes of samples center by a rank-one correction (no sweep) when
+#: the mean's part of the data is at most this many times the centered data's (norms).
+MEAN_RATIO = 100.0
+
+
 class SampleStripes:
     """The passes of the compressed SVD over stripes of samples."""
 
@@ -73,6 +78,7 @@ class SampleStripes:
         self.weights = ex.share(problem.weights)  # one copy in a graph, shared by small tasks
         self.column_scale = ex.share(problem.column_scale)
         self._nan_columns = None  # (statistics, the mask or None), see nan_columns
+        self._corrects = None  # (statistics, bool), see corrects_mean
 
     def prepare(self):
         """``missing="mean"``: each feature's mean over its present values (one read).
@@ -91,11 +97,9 @@ class SampleStripes:
         """One pass: the sketch of ``C W`` and, on the first pass, the feature statistics."""
         ex, pb = self.ex, self.problem
         basis_w = ex.call(_weighted_basis, basis, self.weights, pb.dtype)
-        # the mean is known after the first pass: later passes of float32 products
-        # center each sub-block as it is multiplied (a large mean would cancel in the
-        # rank-one correction); in float64 the correction loses nothing that matters
-        # (about 1e-16 times mean / spread) and saves a sweep
-        subtract = pb.center and not first and np.dtype(pb.dtype) != np.float64
+        # the mean is known after the first pass: later passes center each sub-block as
+        # it is multiplied, unless the rank-one correction loses nothing that matters
+        subtract = pb.center and not first and not self.corrects_mean(stats)
         shift = ex.call(_as_dtype, stats.mean, pb.dtype) if subtract else None
         stripes = ex.stripes(after=fill if first else basis)
         if fill is not None and pb.column_scale is not None:
@@ -125,6 +129,25 @@ class SampleStripes:
             _centered, total, basis_w, mean, self.weights, pb.n_samples, nout=3
         )
         return Sketch(Y, mean_row, cross, gram), stats
+
+    def corrects_mean(self, stats: FeatureStats) -> bool:
+        """Whether later passes center by the rank-one correction, as the first pass does,
+        instead of subtracting the mean from each sub-block (a sweep): with float64
+        products and concrete statistics whose mean is small next to the spread,
+        ``||1 mu^T D||_F <= MEAN_RATIO ||B||_F``. Cancellation then costs about 1e-16
+        times that ratio; a larger mean (say 1e6 times the spread) would cancel badly.
+        One value to the host, once."""
+        pb = self.problem
+        if not self.ex.concrete or np.dtype(pb.dtype) != np.float64:
+            return False
+        if self._corrects is None or self._corrects[0] is not stats:
+            mu = stats.mean if pb.weights is None else stats.mean * self.weights
+            xp = backend.api(mu)
+            mean_ss = float(backend.to_scalar(xp.sum(mu * mu))) * pb.n_samples
+            total = float(backend.to_scalar(stats.total_ss))
+            ok = np.isfinite(mean_ss) and mean_ss <= MEAN_RATIO**2 * total
+            self._corrects = (stats, bool(ok))
+        return self._corrects[1]
 
     def nan_columns(self, stats: FeatureStats):
         """What later passes do about missing values (see :data:`.stripe.DETECT`): with
