@@ -30,11 +30,11 @@ from .state import FeatureStats, Sketch, Summable
 from .stripe import (
     DETECT,
     Skip,
+    add_product_without,
     fill_missing,
     flag_columns,
     nonfinite,
     norm_magnitudes,
-    product_without,
     scatter_rows,
     stripe_sub,
     sub_blocks,
@@ -227,7 +227,7 @@ def _read_stripe(
         if isinstance(nan_columns, Skip):  # known from the first pass: never read
             skip, missing_all = nan_columns.part(c0, c1)
         # (cs, l + 1): C_s W and the feature sums
-        raw = xp.astype(t_product_without(sub, basis_ext, skip), f64)
+        raw = xp.astype(t_product_without(sub, basis_ext, skip), f64, copy=False)
         bad = nonfinite(xp, raw[:, l]) if by_sums else None  # NaN (or inf) columns
         if bad is not None and rule.fills and 2 * int(bad.sum()) > c1 - c0:
             # most features miss some values: fill the whole sub-block, multiply again
@@ -270,10 +270,10 @@ def _read_stripe(
         sums.gram += y.T @ y
         t = y if ws is None else y * ws[:, None]
         td = xp.astype(t, dtype)
-        sums.cross += xp.astype(product_without(sub, td, skip), f64)
+        add_product_without(sums.cross, sub, td, skip)
         if flagged is not None and flagged.patch is not None:
             at = xp.asarray(flagged.patch_idx, device=dev)
-            sums.cross += xp.astype(flagged.patch @ xp.take(td, at, axis=0), f64)
+            sums.cross += xp.astype(flagged.patch @ xp.take(td, at, axis=0), f64, copy=False)
         if mu is not None:
             correction += mu @ t
         if first:

@@ -11,7 +11,7 @@ columns holding NaN (or inf) from the column sums a product gives anyway
 (:func:`nonfinite`) and looks only at those (:func:`flag_columns`); magnitudes
 come from the sums of squares (:func:`norm_magnitudes`); features missing at
 every sample (land) are left out of later products, which multiply the runs of
-clean columns as views (:func:`product_without`): they are never read again.
+clean columns as views (:func:`add_product_without`): they are never read again.
 """
 
 from __future__ import annotations
@@ -263,25 +263,28 @@ def _pieces(skip: np.ndarray):
     return np.flatnonzero(~skip)
 
 
-def product_without(sub, t, skip: np.ndarray | None):
-    """``sub @ t`` with the columns that ``skip`` (host booleans, or None) names left out.
+def add_product_without(acc, sub, t, skip: np.ndarray | None):
+    """``acc += sub @ t`` (in ``acc``'s dtype) with the columns that ``skip`` (host
+    booleans, or None) names left out.
 
     Their values (NaN, for features missing at every sample) never enter the
     product, and no filled copy of the sub-block is made: the clean columns
-    are multiplied as views, run by run, or, when they are scattered in short
-    runs, gathered into one block first.
+    are multiplied as views, run by run, each product added into ``acc`` as it
+    comes, or, when they are scattered in short runs, gathered into one block
+    first. Returns ``acc`` (updated in place).
     """
-    if skip is None:
-        return sub @ t
     xp, dev = backend.api(sub), backend.device(sub)
-    pieces = _pieces(skip)
+    if skip is None:
+        pieces = [(0, sub.shape[1])]
+    else:
+        pieces = _pieces(skip)
     if isinstance(pieces, np.ndarray):
         idx = xp.asarray(pieces, device=dev)
-        return xp.take(sub, idx, axis=1) @ xp.take(t, idx, axis=0)
-    out = xp.zeros((sub.shape[0], t.shape[1]), dtype=t.dtype, device=dev)
+        acc += xp.astype(xp.take(sub, idx, axis=1) @ xp.take(t, idx, axis=0), acc.dtype, copy=False)
+        return acc
     for a, b in pieces:
-        out = out + sub[:, a:b] @ t[a:b, :]
-    return out
+        acc += xp.astype(sub[:, a:b] @ t[a:b, :], acc.dtype, copy=False)
+    return acc
 
 
 def t_product_without(sub, w, skip: np.ndarray | None):
