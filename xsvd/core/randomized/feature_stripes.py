@@ -35,6 +35,7 @@ from .stripe import (
     flag_columns,
     nonfinite,
     norm_magnitudes,
+    quiet_overflow,
     scatter_rows,
     stripe_sub,
     sub_blocks,
@@ -166,6 +167,7 @@ def _patched(xp, raw, sq, flagged, basis_ext):
     return raw, sq
 
 
+@quiet_overflow
 def _read_stripe(
     blocks,
     w,

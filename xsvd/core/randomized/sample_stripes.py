@@ -33,6 +33,7 @@ from .stripe import (
     flag_columns,
     nonfinite,
     norm_magnitudes,
+    quiet_overflow,
     scatter_rows,
     stripe_sub,
     sub_block_lines,
@@ -181,6 +182,7 @@ class SampleStripes:
 # ------------------------------------------------------------------ kernels
 
 
+@quiet_overflow
 def _read_stripe(
     blocks, basis_w, shift, first: bool, spec: ReadSpec, fill, column_scale, nan_columns=DETECT
 ):

@@ -16,6 +16,7 @@ clean columns as views (:func:`add_product_without`): they are never read again.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,21 @@ import numpy as np
 
 from .. import backend
 from ..missing import MissingRule
+
+
+def quiet_overflow(kernel):
+    """``kernel`` with NumPy's overflow and invalid-value warnings off: the first pass
+    multiplies data of any magnitude, finds from the magnitudes it measures whether the
+    products could overflow, and reads the data again rescaled if so (or, in one lazy
+    graph, raises), so an overflow there is handled, not a result."""
+
+    @functools.wraps(kernel)
+    def quiet(*args, **kwargs):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return kernel(*args, **kwargs)
+
+    return quiet
+
 
 #: Fewest rows (or columns) of a sub-block, however wide the stripe.
 MIN_SUB_BLOCK_LINES = 64
