@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
+import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
+from conftest import CountingArray
 
 import xsvd
+import xsvd.climate.mca as mca_module
 
 T = 48
 
@@ -152,3 +156,124 @@ def test_component_coordinate_follows_the_layout():
     pattern = xsvd.svd(left, k=2, dim="time").V
     np.testing.assert_array_equal(res.left_patterns.component, pattern.component)
     np.testing.assert_array_equal(res.singular_values.component, pattern.component)
+
+
+# ---------------------------------------------------------------- reads of the data
+
+
+class _Reads:
+    """A NumPy matrix that counts the share of its values read (1 = the whole matrix once):
+    by slicing (rows or columns) or by a product with the whole of it (or of ``.T``)."""
+
+    def __init__(self, a, reads=None):
+        self.a, self.shape, self.dtype, self.ndim = a, a.shape, a.dtype, 2
+        self.reads = reads if reads is not None else [0.0]
+
+    @property
+    def T(self):
+        return _Reads(self.a.T, self.reads)
+
+    def __getitem__(self, key):
+        out = self.a[key]
+        self.reads[0] += out.size / self.a.size
+        return out
+
+    def __matmul__(self, other):
+        self.reads[0] += 1
+        return self.a @ other
+
+
+def _counted_fields(monkeypatch):
+    """``mca`` with each field's data counted after its statistics (read once before)."""
+    counted = []
+    real = mca_module.prepare_field
+
+    def prepare(*args, **kwargs):
+        f = real(*args, **kwargs)
+        f = dataclasses.replace(f, data=_Reads(np.asarray(f.data)))
+        counted.append(f.data.reads)
+        return f
+
+    monkeypatch.setattr(mca_module, "prepare_field", prepare)
+    return counted
+
+
+@pytest.mark.parametrize("n_power_iter", [None, 3])
+def test_each_pass_reads_each_field_once_numpy(monkeypatch, n_power_iter):
+    left, right, _, _ = _known(0.9 ** np.arange(60))
+    ref = xsvd.mca(left, right, 3, dim="time", method="exact")
+    counted = _counted_fields(monkeypatch)
+    res = xsvd.mca(left, right, 3, dim="time", n_power_iter=n_power_iter)
+    passes = res.settings["passes"]
+    assert passes >= 2 if n_power_iter is None else passes == n_power_iter + 1
+    # a pass reads each field once (a block of samples of both at a time), the scores once
+    assert [r[0] for r in counted] == pytest.approx([passes + 1, passes + 1])
+    res.squared_covariance_fraction  # noqa: B018
+    res.homogeneous_maps()
+    res.heterogeneous_maps()  # the maps: one more read of each field for both kinds
+    assert [r[0] for r in counted] == pytest.approx([passes + 3, passes + 3])
+    err = np.abs(res.singular_values - ref.singular_values).values
+    assert np.all(err <= res.errors.S.values) and err.max() < 1e-6
+
+
+@pytest.mark.parametrize("n_power_iter", [None, 3])
+def test_each_pass_reads_each_chunk_once_dask(n_power_iter):
+    left, right, _, _ = _known(0.9 ** np.arange(60))
+    sources = [CountingArray(np.ascontiguousarray(x.values)) for x in (left, right)]
+    lazy = [
+        x.copy(data=da.from_array(src, chunks=(40, -1)))
+        for x, src in zip((left, right), sources, strict=True)
+    ]
+    res = xsvd.mca(*lazy, 3, dim="time", n_power_iter=n_power_iter)
+    passes = res.settings["passes"]
+    assert passes >= 2 if n_power_iter is None else passes == n_power_iter + 1
+    # every chunk of each field: the statistics, one read per pass, the scores
+    for src in sources:
+        assert len(src.reads) == 4
+        assert set(src.reads.values()) == {passes + 2}
+    ref = xsvd.mca(left, right, 3, dim="time", n_power_iter=n_power_iter)
+    np.testing.assert_allclose(res.singular_values, ref.singular_values, rtol=1e-12)
+    np.testing.assert_allclose(res.left_patterns, ref.left_patterns, atol=1e-12)
+    # one field in memory, the other lazy (chunked along the features only): the same
+    mixed = xsvd.mca(left, right.chunk({"q": 20}), 3, dim="time", n_power_iter=n_power_iter)
+    np.testing.assert_allclose(mixed.right_patterns, ref.right_patterns, atol=1e-12)
+
+
+def _known(spectrum, n=150, a=70, b=60, seed=0):
+    """Two fields (with means) whose cross-covariance is ``P diag(spectrum) Q^T``, known."""
+    rng = np.random.default_rng(seed)
+    r = len(spectrum)
+    Z = np.linalg.qr(rng.standard_normal((n, r + 1)))[0]
+    Z = np.linalg.qr(Z - Z.mean(axis=0))[0][:, :r]  # orthonormal, centered columns
+    P = np.linalg.qr(rng.standard_normal((a, r)))[0]
+    Q = np.linalg.qr(rng.standard_normal((b, r)))[0]
+    left = Z @ P.T + rng.uniform(-3, 3, a)
+    right = (n - 1) * (Z * spectrum) @ Q.T + rng.uniform(-3, 3, b)
+    das = (xr.DataArray(x, dims=("time", f)) for x, f in ((left, "p"), (right, "q")))
+    return *das, P, Q
+
+
+@pytest.mark.parametrize(
+    "spectrum",
+    [0.9 ** np.arange(60), 0.97 ** np.arange(60), np.r_[np.ones(3), 0.999 ** np.arange(57) * 0.9]],
+    ids=["decay-0.9", "decay-0.97", "step-cluster"],
+)
+def test_estimates_never_below_the_true_errors_known_spectrum(spectrum):
+    left, right, P, Q = _known(spectrum)
+    k = 5
+    for q in (None, 1, 2, 4, 7):
+        res = xsvd.mca(left, right, k, n_power_iter=q)
+        S, e = res.singular_values.values, res.errors
+        assert np.all(e.S.values >= np.abs(S - spectrum[:k]))
+        for est, ref in ((res.left_patterns.values.T, P), (res.right_patterns.values.T, Q)):
+            sign = np.sign((est * ref[:, :k]).sum(axis=0))
+            angle = 2 * np.arcsin(
+                np.minimum(1, np.linalg.norm(est - ref[:, :k] * sign, axis=0) / 2)
+            )
+            # a repeated singular value has no single vector: compare the estimates elsewhere
+            single = (
+                np.r_[np.diff(spectrum[: k + 1]) != 0] & np.r_[True, np.diff(spectrum[:k]) != 0]
+            )
+            assert np.all(e.angle.values[single] >= angle[single])
+    if spectrum[1] < spectrum[0]:
+        assert res.errors.S_relative.max() < 1e-6

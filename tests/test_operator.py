@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import xsvd
-from xsvd.core.randomized.operator import operator_svd
+from xsvd.core.randomized.operator import fused_operator_svd, operator_svd
 
 
 def _decaying(m: int, n: int, rate: float, seed: int) -> np.ndarray:
@@ -128,3 +128,86 @@ def test_bad_arguments_say_what_to_do():
         operator_svd(mm, rm, a.shape, 2, max_passes=3)
     with pytest.raises(ValueError, match=r"matmat returned shape \(5, 5\), expected \(10, 5\)"):
         operator_svd(lambda w: a.T @ a @ w, rm, (10, 5), 2, n_power_iter=1)
+
+
+# ---------------------------------------------------------------- fused: both products per pass
+
+
+def _both(a):
+    calls = []
+
+    def both(w, t):
+        calls.append((w.shape[1], t.shape[1]))
+        return a @ w, a.T @ t
+
+    return both, calls
+
+
+@pytest.mark.parametrize("shape", [(200, 90), (90, 200), (150, 150)])
+@pytest.mark.parametrize("n_power_iter", [1, 3, 6])
+@pytest.mark.parametrize("rate", [0.8, 0.97])
+def test_fused_matches_numpy_and_estimates_bound_the_truth(shape, n_power_iter, rate):
+    a = _decaying(*shape, rate, seed=shape[0] + 7 * n_power_iter)
+    k = 6
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    both, calls = _both(a)
+    res = fused_operator_svd(both, a.shape, k, n_power_iter=n_power_iter, seed=3)
+    assert res.passes == res.reads == n_power_iter + 1 == len(calls)
+    assert res.bounds
+    s_err = np.abs(res.S - s[:k])
+    assert np.all(res.errors[:, 0] >= s_err)
+    assert np.all(res.errors[:, 1] >= _angles(res.U, u[:, :k]))
+    assert np.all(res.errors[:, 1] >= _angles(res.V, vt[:k].T))
+    # the relative residuals of both sides are below the estimate
+    for side in (a @ res.V - res.U * res.S, a.T @ res.U - res.V * res.S):
+        assert np.all(np.linalg.norm(side, axis=0) / res.S <= res.errors[:, 2] * (1 + 1e-8))
+    np.testing.assert_allclose(res.V.T @ res.V, np.eye(k), atol=1e-12)
+    np.testing.assert_allclose(res.U.T @ res.U, np.eye(k), atol=1e-12)
+    if rate == 0.8 and n_power_iter == 6:  # converged
+        np.testing.assert_allclose(res.S, s[:k], rtol=1e-13)
+        assert res.errors[:, 0].max() < 1e-10
+
+
+def test_fused_beats_two_products_per_pass_at_equal_reads():
+    """Per read of the data, the fused pass carries twice the Krylov columns: at 6 reads
+    (3 passes of ``operator_svd``) it is far more accurate."""
+    a = _decaying(300, 200, 0.95, seed=8)
+    s = np.linalg.svd(a, compute_uv=False)[:5]
+    both, _ = _both(a)
+    fused = fused_operator_svd(both, a.shape, 5, n_power_iter=5, seed=1)
+    old = operator_svd(lambda w: a @ w, lambda t: a.T @ t, a.shape, 5, n_power_iter=2, seed=1)
+    err_fused, err_old = np.abs(fused.S - s).max(), np.abs(old.S - s).max()
+    assert err_fused < 1e-3 * err_old
+
+
+def test_fused_default_stops_when_converged_one_pass_and_low_rank():
+    a = _decaying(150, 60, 0.7, seed=1)
+    s = np.linalg.svd(a, compute_uv=False)
+    both, calls = _both(a)
+    res = fused_operator_svd(both, a.shape, 4)
+    assert 2 <= res.passes == len(calls) < 8
+    np.testing.assert_allclose(res.S, s[:4], rtol=1e-12)
+    assert np.all(res.errors[:, 0] / res.S <= 1e-6) and np.all(res.errors[:, 2] <= 1e-6)
+    b = _decaying(150, 60, 0.99, seed=1)
+    slow = fused_operator_svd(_both(b)[0], b.shape, 4, tol=1e-8, max_passes=5)
+    assert slow.passes == 5
+    one = fused_operator_svd(_both(a)[0], a.shape, 3, n_power_iter=0)
+    assert one.passes == 1 and np.all(np.isinf(one.errors[:, 0]))
+    np.testing.assert_allclose(a @ one.V, one.U * one.S, atol=1e-12)
+    rng = np.random.default_rng(0)
+    low = rng.standard_normal((60, 2)) @ rng.standard_normal((2, 25))
+    with pytest.warns(RuntimeWarning, match="numerical rank 2"):
+        res = fused_operator_svd(_both(low)[0], low.shape, 4, n_power_iter=3)
+    np.testing.assert_allclose(res.S[:2], np.linalg.svd(low, compute_uv=False)[:2], rtol=1e-12)
+    assert np.all(res.S[2:] == 0)
+
+
+def test_fused_small_side_fills_then_gets_no_columns():
+    a = _decaying(8, 120, 0.9, seed=6)  # the left space (8) is full after the first block
+    s = np.linalg.svd(a, compute_uv=False)
+    both, calls = _both(a)
+    res = fused_operator_svd(both, a.shape, 3, n_power_iter=3)
+    assert calls[0] == (13, 8) and all(t == 0 for _, t in calls[1:])
+    np.testing.assert_allclose(res.S, s[:3], rtol=1e-12)
+    with pytest.raises(ValueError, match=r"both\(W, T\)\[1\] returned shape"):
+        fused_operator_svd(lambda w, t: (a @ w, t), a.shape, 2, n_power_iter=1)

@@ -4,7 +4,9 @@
 count, mean, standard deviation) and returns a :class:`Field` whose products
 with small matrices (:meth:`Field.times`, :meth:`Field.t_times`) apply
 centering and weights as rank-one and diagonal corrections: the data are
-never centered, weighted or filled in memory. Features that are NaN at every
+never centered, weighted or filled in memory. :func:`cross_products` gives
+both products of two fields' cross matrix ``Bl^T Br`` with one read of each
+field (a block of samples of both at a time). Features that are NaN at every
 sample (land in an ocean field) are left out and come back as NaN; a NaN at
 some samples only is a :class:`~xsvd.MissingValueError`. Dask data are read
 once per product (each returns a computed NumPy array). Used by
@@ -24,10 +26,20 @@ from ..core.missing import MissingValueError
 from ..labeled.layout import Layout
 from ..labeled.preprocess import weights_vector
 
-__all__ = ["Field", "prepare_field", "product", "per_component", "errors_dataset"]
+__all__ = [
+    "Field",
+    "prepare_field",
+    "product",
+    "cross_products",
+    "per_component",
+    "errors_dataset",
+]
 
 #: Columns per block when a NumPy field is worked on a block at a time (~32 MiB of float64).
 BLOCK_VALUES = 1 << 22
+#: Values of each field per block of samples in :func:`cross_products` (~32 MiB of float64;
+#: measured on 2 cores, 2 x 3,000 x 16,200: 4 MiB blocks took 1.3x as long, 0.5 MiB 2.4x).
+ROW_BLOCK_VALUES = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -106,6 +118,79 @@ def product(x, M) -> np.ndarray:
         (out,) = backend.compute(x @ M)
         return np.asarray(backend.to_numpy(out), dtype=np.float64)
     return np.asarray(backend.to_numpy(x @ M), dtype=np.float64)
+
+
+def cross_products(fl: Field, fr: Field, W, T) -> tuple[np.ndarray, np.ndarray]:
+    """``(Bl^T (Br W), Br^T (Bl T))`` in float64, reading each field once.
+
+    The fields share the samples: per block of samples ``i``, ``Br_i W`` and
+    ``Bl_i T`` are formed and at once multiplied back, ``Bl_i^T (Br_i W)`` and
+    ``Br_i^T (Bl_i T)``, so each block of each field is read once for both
+    products (NumPy: blocks of ``ROW_BLOCK_VALUES`` values per field; Dask:
+    one graph for both, so each chunk of each field is produced once; chunks
+    along the samples keep it streaming, a field stored in one chunk along
+    the samples is held until the other's products are done). Centering and
+    weights are the rank-one and diagonal corrections of :meth:`Field.times`
+    and :meth:`Field.t_times`. ``W`` (right features x a) and ``T`` (left
+    features x b) may have no columns.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> rng = np.random.default_rng(0)
+    >>> left = xr.DataArray(rng.standard_normal((30, 4)), dims=("time", "x"))
+    >>> right = xr.DataArray(rng.standard_normal((30, 3)), dims=("time", "y"))
+    >>> fl, fr = prepare_field(left, "time"), prepare_field(right, "time")
+    >>> CW, CtT = cross_products(fl, fr, np.eye(3), np.eye(4))
+    >>> Bl, Br = left.values - left.values.mean(0), right.values - right.values.mean(0)
+    >>> bool(np.allclose(CW, Bl.T @ Br) and np.allclose(CtT, Br.T @ Bl))
+    True
+    """
+    W, T = np.asarray(W, dtype=np.float64), np.asarray(T, dtype=np.float64)
+    dW, dT = W * fr.scale[:, None], T * fl.scale[:, None]
+    cW, cT = fr.mean @ dW, fl.mean @ dT  # the rank-one parts of Br W and Bl T
+    dWc, dTc = dW.astype(fr.dtype, copy=False), dT.astype(fl.dtype, copy=False)
+    if backend.is_dask(fl.data) or backend.is_dask(fr.data):
+        gl, sr, gr, sl = _lazy_cross(fl, fr, dWc, cW, dTc, cT)
+    else:
+        gl, gr = np.zeros((fl.shape[1], W.shape[1])), np.zeros((fr.shape[1], T.shape[1]))
+        sr, sl = np.zeros(W.shape[1]), np.zeros(T.shape[1])
+        m = fl.shape[0]
+        step = max(1, ROW_BLOCK_VALUES // max(fl.shape[1], fr.shape[1], 1))
+        for r in range(0, m, step):
+            xl, xr_ = fl.data[r : r + step], fr.data[r : r + step]
+            if W.shape[1]:
+                yr = np.asarray(backend.to_numpy(xr_ @ dWc), dtype=np.float64) - cW
+                gl += backend.to_numpy(xl.T @ yr.astype(fl.dtype, copy=False))
+                sr += yr.sum(axis=0)
+            if T.shape[1]:
+                yl = np.asarray(backend.to_numpy(xl @ dTc), dtype=np.float64) - cT
+                gr += backend.to_numpy(xr_.T @ yl.astype(fr.dtype, copy=False))
+                sl += yl.sum(axis=0)
+    CW = (gl - fl.mean[:, None] * sr[None, :]) * fl.scale[:, None]
+    CtT = (gr - fr.mean[:, None] * sl[None, :]) * fr.scale[:, None]
+    return CW, CtT
+
+
+def _lazy_cross(fl: Field, fr: Field, dWc, cW, dTc, cT):
+    """The sums of :func:`cross_products` from one Dask graph: ``(Xl^T Yr, 1^T Yr, Xr^T Yl,
+    1^T Yl)`` with ``Yr = Xr dW - 1 cW^T`` and ``Yl = Xl dT - 1 cT^T``."""
+    import dask.array as da
+
+    rows = next(f.data.chunks[0] for f in (fl, fr) if backend.is_dask(f.data))
+    xl, xr_ = (
+        f.data if backend.is_dask(f.data) else da.from_array(f.data, chunks=(rows, -1))
+        for f in (fl, fr)
+    )
+    out = []
+    for x, other, d, c, dtype in ((xr_, xl, dWc, cW, fl.dtype), (xl, xr_, dTc, cT, fr.dtype)):
+        if d.shape[1] == 0:
+            out += [np.zeros((other.shape[1], 0)), np.zeros(0)]
+            continue
+        y = (x @ d).astype(np.float64) - c[None, :]
+        out += [other.T @ y.astype(dtype), y.sum(axis=0)]
+    parts = backend.compute(*out)
+    return tuple(np.asarray(backend.to_numpy(p), dtype=np.float64) for p in parts)
 
 
 def prepare_field(

@@ -8,12 +8,13 @@ sample dimension; their grids may differ),
 
 with ``P`` the left patterns, ``Q`` the right patterns and ``S`` the
 singular values (covariances). ``C`` is never formed by the default
-``method="compressed"``: its products ``C W = Bl^T (Br W)`` and ``C^T T =
-Br^T (Bl T)`` read each field once (one read of the right field, then one of
-the left: centering and weights are rank-one and diagonal corrections of the
-small products), and the matrix-free block Krylov SVD
-(:func:`xsvd.core.randomized.operator.operator_svd`) finds ``k`` triplets
-and their error estimates from a few such products.
+``method="compressed"``: one *pass* reads each field once, a block of
+samples of both at a time (:func:`~xsvd.climate.fields.cross_products`),
+and gives both ``C W = sum_i Bl_i^T (Br_i W)`` and ``C^T T = sum_i Br_i^T
+(Bl_i T)`` (centering and weights are rank-one and diagonal corrections of
+the small products); the matrix-free block Krylov SVD of ``[[0, C], [C^T,
+0]]`` (:func:`xsvd.core.randomized.operator.fused_operator_svd`) finds
+``k`` triplets and their error estimates from a few such passes.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend
-from ..core.randomized.operator import operator_svd
-from .fields import Field, errors_dataset, per_component, prepare_field
+from ..core.randomized.operator import fused_operator_svd
+from .fields import Field, cross_products, errors_dataset, per_component, prepare_field
 
 __all__ = ["mca", "MCAResult", "METHODS"]
 
@@ -79,14 +80,14 @@ def mca(
         Divide each feature by its standard deviation (``ddof=0``, before the
         weights), as xeofs' ``standardize=True``.
     method : {"compressed", "exact"}
-        ``"compressed"`` (default) never forms ``C``: each product with ``C``
-        or ``C^T`` reads each field once; a pass (one of each) twice.
+        ``"compressed"`` (default) never forms ``C``: each pass reads each
+        field once and gives a product with ``C`` and one with ``C^T``.
         ``"exact"`` forms ``C`` (left features x right features, in memory)
         and takes its full SVD: for small fields, and as the reference.
     n_oversamples, n_power_iter, tol, max_passes, seed
         The compressed SVD's options, as in :func:`xsvd.compressed`; by
         default it passes until every estimated relative error is below
-        1e-6 (at most 8 passes).
+        1e-6 (at most 8 passes); ``n_power_iter=q``: ``q + 1`` passes.
 
     Returns
     -------
@@ -115,9 +116,11 @@ def mca(
     - sign: the largest entry of each right pattern is positive (xeofs'
       signs are those of its solver).
 
-    Reads of the data: one for the features' statistics, two per pass
-    (compressed), one for the scores; each of ``homogeneous_maps()`` /
-    ``heterogeneous_maps()`` one more (both computed together).
+    Reads of the data (of each field): one for the features' statistics, one
+    per pass (compressed; ``settings["passes"]``), one for the scores; each
+    of ``homogeneous_maps()`` / ``heterogeneous_maps()`` one more (both
+    computed together). Dask data stream when chunked along the samples
+    (a field in one chunk along them is held in memory during a pass).
     ``squared_covariance_fraction`` needs ``||C||_F^2``, computed on first
     use (one more read of each field) without forming ``C`` as
     ``<Gl, Gr>_F``, the Gram matrices ``G = B B^T`` over the samples (cost
@@ -166,16 +169,13 @@ def mca(
     else:
         scale = 1.0 / (n - 1)
 
-        def matmat(W):
-            return fl.t_times(fr.times(W)) * scale
-
-        def rmatmat(T):
-            return fr.t_times(fl.times(T)) * scale
+        def both(W, T):  # one read of each field, a block of samples of both at a time
+            CW, CtT = cross_products(fl, fr, W, T)
+            return CW * scale, CtT * scale
 
         dtype = np.float32 if np.float32 in (fl.dtype, fr.dtype) else np.float64
-        res = operator_svd(
-            matmat,
-            rmatmat,
+        res = fused_operator_svd(
+            both,
             (fl.shape[1], fr.shape[1]),
             k,
             n_oversamples=n_oversamples,

@@ -20,8 +20,15 @@ vectors ``A W X / s`` from the sketches ``Y_j`` kept (when they take at most
 
 The basis side is the shorter side of ``A`` (``A`` is worked on transposed
 when ``m < n``): the Krylov space fills it sooner and its factorizations are
-smaller. Used by :func:`xsvd.mca` (``A`` the cross-covariance of two fields)
-and the extended EOF (``A`` the time-embedded data), which never form ``A``.
+smaller. Used by the extended EOF (``A`` the time-embedded data), which
+never forms ``A``.
+
+:func:`fused_operator_svd` is for operators whose products ``A W`` and
+``A^T T`` cost one read of the data together (:func:`xsvd.mca`: ``A`` the
+cross-covariance of two fields, read a block of samples of both at a time):
+one pass is one call ``both(W, T)``, block Lanczos on ``[[0, A], [A^T, 0]]``
+with a left and a right basis, Ritz triplets and exact residuals from the
+images of every block, no product after the last pass.
 
 References
 ----------
@@ -32,6 +39,7 @@ for stronger and faster approximate singular value decomposition", NeurIPS.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -46,15 +54,17 @@ from ..options import (
     DEFAULT_TOL,
 )
 from .small import (
+    ROUNDING,
     estimates_are_bounds,
     hstack,
     krylov_finish,
     orth,
     orth_against,
+    ritz_errors,
     thin_errors,
 )
 
-__all__ = ["OperatorSVD", "operator_svd"]
+__all__ = ["OperatorSVD", "operator_svd", "fused_operator_svd"]
 
 
 @dataclass(frozen=True)
@@ -64,8 +74,9 @@ class OperatorSVD:
     ``errors`` (k x 3): per component the estimated error of ``S``, the angle
     (radians) of the singular vectors and the relative residual; upper
     bounds when ``bounds`` (see :func:`.small.estimates_are_bounds`).
-    ``passes``: the passes made (``matmat`` + ``rmatmat``); ``reads``: the
-    calls of ``matmat`` (``passes``, or one more for ``U``).
+    ``passes``: the passes made (``matmat`` + ``rmatmat``, or one call of
+    ``both`` for :func:`fused_operator_svd`); ``reads``: the calls of
+    ``matmat`` (``passes``, or one more for ``U``; ``passes`` when fused).
     """
 
     U: np.ndarray
@@ -238,3 +249,208 @@ def _float64(x, shape, name: str):
 
 def _inverse(S):
     return np.where(S > 0, 1 / np.where(S > 0, S, 1), 0)
+
+
+def fused_operator_svd(
+    both: Callable,
+    shape: tuple[int, int],
+    k: int,
+    *,
+    n_oversamples: int | None = None,
+    n_power_iter: int | None = None,
+    tol: float | None = None,
+    max_passes: int | None = None,
+    seed: int | None = 0,
+    dtype=np.float64,
+) -> OperatorSVD:
+    """Rank-``k`` SVD of the ``m x n`` operator ``A`` given by ``both(W, T) -> (A W, A^T T)``.
+
+    For operators whose two products cost one read of the data together
+    (the cross-covariance of two fields, a block of samples of both at a
+    time: :func:`xsvd.climate.fields.cross_products`). One *pass* is one
+    call: block Lanczos (full reorthogonalization) on the symmetric
+    ``H = [[0, A], [A^T, 0]]`` from the start block ``[[T_0, 0], [0, W_0]]``,
+    whose Krylov space splits into a left basis ``U_j`` (``T_0, A W_0, A A^T
+    T_0, ...``) and a right basis ``V_j`` (``W_0, A^T T_0, A^T A W_0, ...``):
+    after ``q`` passes the right basis is the block Krylov space of ``A^T A``
+    of degree ``(q - 1) / 2`` from ``2 l`` start columns, and every block's
+    image is known. The Ritz triplets are those of ``U^T A V`` (two-sided,
+    the Rayleigh-Ritz of ``H`` on ``diag(U, V)``); their residuals on both
+    sides, ``A v - s u`` and ``A^T u - s v``, are exact without another
+    pass, and :func:`.small.ritz_errors` on ``H`` (eigenvalues ``+-s``) gives
+    the error estimates: the S error, the angle of each of ``u`` and ``v``
+    (Davis-Kahan on ``H``'s unit vectors ``[u; v] / sqrt(2)``, times up to
+    ``sqrt(2)`` for either half) and the relative residual of both sides
+    together. One pass alone gives the Ritz triplets of ``A W_0``, errors
+    unknown.
+
+    Parameters
+    ----------
+    both : callable
+        ``both(W, T)`` returns ``(A @ W, A.T @ T)`` for float64 ``W`` (n x a)
+        and ``T`` (m x b); ``a`` or ``b`` may be 0.
+    shape, k, n_oversamples, n_power_iter, tol, max_passes, seed, dtype
+        As :func:`operator_svd`; a pass is one call of ``both``: by default
+        until every estimated relative error is below ``tol=1e-6``, at most
+        ``DEFAULT_N_POWER_ITER + 1`` (8) calls; ``n_power_iter``: that many
+        calls and one more.
+
+    Returns
+    -------
+    OperatorSVD
+        ``reads == passes`` (no product after the last pass).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.random.default_rng(0).standard_normal((60, 40))
+    >>> res = fused_operator_svd(lambda w, t: (a @ w, a.T @ t), a.shape, 3, n_power_iter=9)
+    >>> bool(np.allclose(res.S, np.linalg.svd(a, compute_uv=False)[:3]))
+    True
+    """
+    m, n = (int(s) for s in shape)
+    if not isinstance(k, int | np.integer) or not 1 <= k <= min(m, n):
+        raise ValueError(
+            f"k must be an integer between 1 and {min(m, n)} for a {m} x {n} operator."
+        )
+    p = DEFAULT_N_OVERSAMPLES if n_oversamples is None else int(n_oversamples)
+    if p < 0:
+        raise ValueError(f"n_oversamples must be >= 0, got {n_oversamples!r}.")
+    most, tol = _stopping(n_power_iter, tol, max_passes)
+    # each side's block has k + p columns (half of them fell below the true errors, decay 0.99)
+    k, width = int(k), int(k) + p
+    start = backend.standard_normal(np, seed, (m + n, width), np.float64)
+    lefts, rights = [orth(start[:m, : min(width, m)])], [orth(start[m:, : min(width, n)])]
+    images, co_images = [], []  # A V_j and A^T U_j, per pass
+    found = None  # the last pass's two-sided Ritz triplets, when computed
+    while True:
+        V_j, U_j = rights[-1], lefts[-1]
+        AV, AtU = both(V_j, U_j)
+        images.append(_float64(AV, (m, V_j.shape[1]), "both(W, T)[0]"))
+        co_images.append(_float64(AtU, (n, U_j.shape[1]), "both(W, T)[1]"))
+        room_l = _side_room(m, min(m, n), width, lefts)
+        room_r = _side_room(n, min(m, n), width, rights)
+        full = room_l == 0 and room_r == 0  # both bases span their spaces: exact
+        if len(images) >= most or full:
+            break
+        if tol is not None and len(images) >= 2:
+            found = _two_sided(lefts, rights, images, co_images, k, dtype)
+            if _below(found[1], found[3], tol):
+                break
+        found = None
+        lefts.append(_next_block(images[-1], lefts, room_l))
+        rights.append(_next_block(co_images[-1], rights, room_r))
+    passes = len(images)
+    if passes == 1 and not full:  # the Ritz pairs of A W_0: nothing bounds them
+        U, S, V, errors, _ = _single(images[0], rights[0], k)
+    else:
+        found = found or _two_sided(lefts, rights, images, co_images, k, dtype)
+        U, S, V, errors = found
+    bounds = estimates_are_bounds(True, p, passes - 1)
+    sign = np.where((V.max(axis=0) + V.min(axis=0)) >= 0, 1.0, -1.0)
+    return OperatorSVD(U * sign, S, V * sign, np.asarray(errors), passes, passes, bounds)
+
+
+def _side_room(dim: int, rank: int, width: int, blocks: list) -> int:
+    """Columns of one side's next block (the blocks after the first lie in the range of
+    ``A`` or ``A^T``, of dimension <= ``rank``)."""
+    used = sum(b.shape[1] for b in blocks)
+    return max(0, min(width, min(dim, width + rank) - used))
+
+
+def _next_block(image, blocks: list, room: int):
+    if room == 0:
+        return np.zeros((blocks[0].shape[0], 0))
+    return orth_against(image, [b for b in blocks if b.shape[1]], room)
+
+
+def _below(S, errors, tol: float) -> bool:
+    """Every component's relative S error and residual at most ``tol``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(S > 0, errors[:, 0] / S, np.inf)
+    return bool(np.maximum(rel, errors[:, 2]).max() <= tol)
+
+
+def _two_sided(lefts, rights, images, co_images, k: int, dtype):
+    """Ritz triplets of ``U^T A V`` over the multiplied blocks, and their error estimates.
+
+    The Rayleigh-Ritz of ``H = [[0, A], [A^T, 0]]`` on ``diag(U, V)`` (blocks
+    in pass order, for the extrapolation of :func:`.small.ritz_errors`):
+    eigenvalues ``+-s``, eigenvectors ``[x; +-y] / sqrt(2)`` with ``u = U x``,
+    ``v = V y``. ``ritz_errors`` reports an eigenvalue error ``e`` of ``H``
+    as ``e / (2 sqrt(lam))`` (its eigenvalues being squares there); that
+    factor is undone, since ``H``'s eigenvalue is ``s`` itself.
+    """
+    q = len(images)
+    U, V = hstack(lefts[:q]), hstack(rights[:q])
+    K, L = hstack(images), hstack(co_images)
+    (Ql, Kl), (Qr, Lr) = _split(K, U), _split(L, V)  # K = [U Ql] Kl, L = [V Qr] Lr
+    a, b = U.shape[1], V.shape[1]
+    # H's basis diag(U, V) and its image [[0, K], [L, 0]] in the orthonormal coordinates
+    # [U Ql] (left rows) and [V Qr] (right rows): the same norms and products, small
+    left_of = np.concatenate([np.full(blk.shape[1], j) for j, blk in enumerate(lefts[:q])])
+    right_of = np.concatenate([np.full(blk.shape[1], j) for j, blk in enumerate(rights[:q])])
+    order = np.argsort(np.r_[2 * left_of, 2 * right_of + 1], kind="stable")  # pass order
+    lrows = a + Ql.shape[1]
+    Vh, Zh = np.zeros((lrows + b + Qr.shape[1], a + b)), np.zeros((lrows + b + Qr.shape[1], a + b))
+    Vh[:a, :a], Zh[lrows:, :a] = np.eye(a), Lr
+    Vh[lrows : lrows + b, a:], Zh[:lrows, a:] = np.eye(b), Kl
+    Vh, Zh = Vh[:, order], Zh[:, order]
+    G = Vh.T @ Zh
+    lam, X = np.linalg.eigh((G + G.T) / 2)
+    lam, X = lam[::-1], X[:, ::-1]
+    top = float(lam[0])
+    shift = 0 if not np.isfinite(top) or top <= 0 else -int(np.frexp(top)[1])
+    scaled = np.ldexp(lam, shift)  # eigenvalues near 1: exact powers of two
+    noise = max(float(np.finfo(dtype).eps), ROUNDING * _EPS64)
+    keep = scaled[:k] ** 2 > noise * scaled[0] ** 2 if top > 0 else np.zeros(k, bool)
+    r = int(keep.sum())
+    errors = np.zeros((k, 3))
+    if r:
+        est = ritz_errors(
+            Vh,
+            np.ldexp(Zh, shift),
+            scaled,
+            X,
+            r,
+            dtype,
+            block=int(sum(b.shape[1] for b in (lefts[0], rights[0]))),
+        )
+        floor = ROUNDING * float(np.finfo(dtype).eps) * scaled[0]
+        errors[:r, 0] = np.ldexp(est[:, 0] * 2 * np.sqrt(np.maximum(scaled[:r], floor)), -shift)
+        # either half of a unit [u; v] / sqrt(2) is off by up to sqrt(2) times its angle
+        half = np.minimum(1.0, np.sqrt(2) * np.sin(est[:, 1] / 2))
+        errors[:r, 1] = np.minimum(np.pi / 2, 2 * np.arcsin(half))
+        errors[:r, 2] = np.sqrt(2) * est[:, 2]  # ||A v - s u||, ||A^T u - s v|| each
+    X = X[np.argsort(order)]  # rows back in the order of U's then V's columns
+    P, Q = np.zeros((U.shape[0], k)), np.zeros((V.shape[0], k))
+    for out, basis, rows in ((P, U, slice(0, a)), (Q, V, slice(a, a + b))):
+        vec = basis @ X[rows, :r]
+        out[:, :r] = vec / np.linalg.norm(vec, axis=0)
+    S = np.zeros(k)
+    S[:r] = lam[:r]
+    if r < k:
+        _warn_rank(r, k)
+    return P, S, Q, errors
+
+
+def _split(K, U):
+    """``K = [U Q] C`` with ``Q`` orthonormal and orthogonal to ``U`` (two rounds of
+    Gram-Schmidt, then QR): ``(Q, C)``."""
+    C = U.T @ K
+    rest = K - U @ C
+    again = U.T @ rest
+    rest -= U @ again
+    Q, R = np.linalg.qr(rest)
+    return Q, np.concatenate([C + again, R], axis=0)
+
+
+def _warn_rank(r: int, k: int) -> None:
+    warnings.warn(
+        f"The operator has numerical rank {r} < k={k}: the last {k - r} components are zero.",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+
+
+_EPS64 = float(np.finfo(np.float64).eps)
