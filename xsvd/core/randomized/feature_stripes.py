@@ -249,8 +249,6 @@ def _read_stripe(
             raw, bad = xp.astype(sub.T @ basis_ext, f64), None
         elif bad is not None:  # only they are looked at
             flagged = flag_columns(xp, sub, bad, rule)
-        elif by_sums and nan_mask is not None:
-            nan_mask[c0:c1] = False
         sq = xp.astype(backend.column_sumsq(sub), f64) if first else None
         if flagged is not None:
             skip = flagged.skip

@@ -140,6 +140,18 @@ def operator_svd(
     >>> bool(np.allclose(res.S, np.linalg.svd(a, compute_uv=False)[:3]))
     True
     """
+    m, n, p, most, tol = _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes)
+    if m < n:  # work on A^T: the basis on the shorter side
+        V, S, U, errors, counts = _run(rmatmat, matmat, (n, m), int(k), p, most, tol, seed, dtype)
+    else:
+        U, S, V, errors, counts = _run(matmat, rmatmat, (m, n), int(k), p, most, tol, seed, dtype)
+    # xsvd's sign rule: the largest-magnitude entry of each V column is positive
+    sign = np.where((V.max(axis=0) + V.min(axis=0)) >= 0, 1.0, -1.0)
+    return OperatorSVD(U * sign, S, V * sign, errors, *counts)
+
+
+def _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes):
+    """``(m, n, p, most passes, tol)`` of the arguments both solvers take, checked."""
     m, n = (int(s) for s in shape)
     if not isinstance(k, int | np.integer) or not 1 <= k <= min(m, n):
         raise ValueError(
@@ -148,14 +160,7 @@ def operator_svd(
     p = DEFAULT_N_OVERSAMPLES if n_oversamples is None else int(n_oversamples)
     if p < 0:
         raise ValueError(f"n_oversamples must be >= 0, got {n_oversamples!r}.")
-    most, tol = _stopping(n_power_iter, tol, max_passes)
-    if m < n:  # work on A^T: the basis on the shorter side
-        V, S, U, errors, counts = _run(rmatmat, matmat, (n, m), int(k), p, most, tol, seed, dtype)
-    else:
-        U, S, V, errors, counts = _run(matmat, rmatmat, (m, n), int(k), p, most, tol, seed, dtype)
-    # xsvd's sign rule: the largest-magnitude entry of each V column is positive
-    sign = np.where((V.max(axis=0) + V.min(axis=0)) >= 0, 1.0, -1.0)
-    return OperatorSVD(U * sign, S, V * sign, errors, *counts)
+    return (m, n, p, *_stopping(n_power_iter, tol, max_passes))
 
 
 def _stopping(n_power_iter, tol, max_passes) -> tuple[int, float | None]:
@@ -308,15 +313,7 @@ def fused_operator_svd(
     >>> bool(np.allclose(res.S, np.linalg.svd(a, compute_uv=False)[:3]))
     True
     """
-    m, n = (int(s) for s in shape)
-    if not isinstance(k, int | np.integer) or not 1 <= k <= min(m, n):
-        raise ValueError(
-            f"k must be an integer between 1 and {min(m, n)} for a {m} x {n} operator."
-        )
-    p = DEFAULT_N_OVERSAMPLES if n_oversamples is None else int(n_oversamples)
-    if p < 0:
-        raise ValueError(f"n_oversamples must be >= 0, got {n_oversamples!r}.")
-    most, tol = _stopping(n_power_iter, tol, max_passes)
+    m, n, p, most, tol = _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes)
     # each side's block has k + p columns (half of them fell below the true errors, decay 0.99)
     k, width = int(k), int(k) + p
     start = backend.standard_normal(np, seed, (m + n, width), np.float64)

@@ -252,17 +252,27 @@ def _read_stripe(
             sums.amax = xp.maximum(sums.amax, mag)
         if shift is not None:
             sub = sub - shift
-        y = sub @ basis_w
-        Y[r0:r1, :] = y
-        e = ext[: r1 - r0, :]
-        e[:, :l] = y
-        sums.cross += xp.astype(sub.T @ e, f64)
-        y64 = xp.astype(y, f64)
-        sums.gram += y64.T @ y64
-        sums.sketch_sum += xp.sum(y64, axis=0)
+        sums.cross = _multiplied(sub, basis_w, Y, r0, r1, ext, sums.cross, sums)
         if sums.sumsq is not None:
             sums.sumsq += sq
     return Y, sums
+
+
+def _multiplied(sub, basis_w, Y, r0: int, r1: int, ext, cross, sums):
+    """One sub-block's products: its rows ``Y[r0:r1] = sub basis_w`` and, added in,
+    ``cross += sub^T [y, 1]``, the Gram matrix and the column sums of ``y`` (in
+    ``sums``). Returns ``cross``."""
+    xp, f64 = backend.api(sub), backend.api(sub).float64
+    l = basis_w.shape[1]
+    y = sub @ basis_w
+    Y[r0:r1, :] = y
+    e = ext[: r1 - r0, :]
+    e[:, :l] = y
+    cross += xp.astype(sub.T @ e, f64)
+    y64 = xp.astype(y, f64)
+    sums.gram += y64.T @ y64
+    sums.sketch_sum += xp.sum(y64, axis=0)
+    return cross
 
 
 def _read_kept(blocks, basis_w, shift, spec: ReadSpec, column_scale, skip, Y, sums, ext):
@@ -283,14 +293,7 @@ def _read_kept(blocks, basis_w, shift, spec: ReadSpec, column_scale, skip, Y, su
             np.subtract(sub, centre, out=sub)
         elif centre is not None:
             sub = sub - centre
-        y = sub @ bw
-        Y[r0:r1, :] = y
-        e = ext[: r1 - r0, :]
-        e[:, :l] = y
-        cross += xp.astype(sub.T @ e, f64)
-        y64 = xp.astype(y, f64)
-        sums.gram += y64.T @ y64
-        sums.sketch_sum += xp.sum(y64, axis=0)
+        cross = _multiplied(sub, bw, Y, r0, r1, ext, cross, sums)
     sums.cross = scatter_rows(sums.cross, np.flatnonzero(~skip.host), cross)
     return Y, sums
 
