@@ -360,3 +360,13 @@ def test_vcf_zarr_dosage_one_liner(tmp_path, rng):
     ref, _ = _imputed(expected.T)
     s_ref = np.linalg.svd(ref - ref.mean(axis=0), compute_uv=False)[:3]
     np.testing.assert_allclose(res.compute().S[:2], s_ref[:2], rtol=1e-4)  # 3 populations
+
+
+def test_project_packed_genotypes():
+    # packed genotypes (which cannot be reshaped) project as their unpacked values do
+    gt = xsvd.datasets.genotypes(n_variants=500, n_samples=60, seed=2)
+    packed = xsvd.pack_genotypes(gt)
+    res = packed.svd.compressed(k=3, dim="samples", center=True, seed=0)
+    scores = res.project(packed)
+    np.testing.assert_allclose(scores.values, res.project(gt).values, atol=1e-6)
+    np.testing.assert_allclose(scores.values, res.U.values, atol=1e-5)  # the same samples

@@ -201,7 +201,10 @@ def astype(x, dtype, copy: bool = True):
 
 def reshape(x, shape):
     """``x`` reshaped, for any array (a method of NumPy, CuPy and Dask arrays; the
-    standard's function for others)."""
+    standard's function for others); ``x`` itself when the shape is its own (packed
+    genotypes, which cannot be reshaped, come through as they are)."""
+    if tuple(x.shape) == tuple(int(n) for n in shape):
+        return x
     if isinstance(x, np.ndarray | np.generic) or is_cupy(x) or is_dask(x) or is_packed(x):
         return x.reshape(shape)
     return api(x).reshape(x, tuple(shape))
