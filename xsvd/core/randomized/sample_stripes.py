@@ -283,7 +283,8 @@ def _read_kept(blocks, basis_w, shift, spec: ReadSpec, column_scale, skip, Y, su
     xp, dev = backend.api(basis_w), backend.device(basis_w)
     f64 = xp.float64
     mi, (n, l) = blocks[0].shape[0], basis_w.shape
-    keep = xp.asarray(np.flatnonzero(~skip.host), device=dev)
+    kept = np.flatnonzero(~skip.host)
+    keep = xp.asarray(kept, device=dev)
     bw = xp.take(basis_w, keep, axis=0)
     centre = None if shift is None else xp.take(shift, keep, axis=0)
     cross = xp.zeros((keep.shape[0], l + 1), dtype=f64, device=dev)
@@ -294,7 +295,7 @@ def _read_kept(blocks, basis_w, shift, spec: ReadSpec, column_scale, skip, Y, su
         elif centre is not None:
             sub = sub - centre
         cross = _multiplied(sub, bw, Y, r0, r1, ext, cross, sums)
-    sums.cross = scatter_rows(sums.cross, np.flatnonzero(~skip.host), cross)
+    sums.cross = scatter_rows(sums.cross, kept, cross)
     return Y, sums
 
 

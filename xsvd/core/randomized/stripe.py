@@ -305,7 +305,7 @@ def add_product_without(acc, sub, t, skip: np.ndarray | None):
 
 def t_product_without(sub, w, skip: np.ndarray | None):
     """``sub.T @ w`` with zero rows for the columns that ``skip`` names (see
-    :func:`product_without`): those columns are never read."""
+    :func:`add_product_without`): those columns are never read."""
     if skip is None:
         return sub.T @ w
     xp, dev = backend.api(sub), backend.device(sub)
