@@ -1,6 +1,6 @@
-"""The documented import path of the EOF statistics: see :mod:`xsvd.climate.statistics`."""
+"""The documented import path of the EOF statistics: see :mod:`xsvd.labeled.statistics`."""
 
 from __future__ import annotations
 
-from .climate.statistics import *  # noqa: F403
-from .climate.statistics import __all__  # noqa: F401
+from .labeled.statistics import *  # noqa: F403
+from .labeled.statistics import __all__  # noqa: F401

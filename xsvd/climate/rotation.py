@@ -52,9 +52,9 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend
+from ..labeled import statistics
 from ..labeled import units as _units
 from ..labeled.layout import COMPONENT, component_labels
-from . import statistics
 
 __all__ = ["RotatedResult", "rotate", "varimax", "promax"]
 

@@ -16,18 +16,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import xarray as xr
 
-#: Names of latitude coordinates (lower case), after CF's standard_name and units.
-LATITUDE_NAMES = ("lat", "latitude", "lats", "nav_lat", "xlat")
-#: CF's units of latitude (lower case).
-LATITUDE_UNITS = ("degrees_north", "degree_north", "degree_n", "degrees_n", "degreen", "degreesn")
-
-
-def latitude_rank(coord: xr.DataArray) -> int:
-    """How surely ``coord`` is a latitude: 2 by standard_name or units, 1 by name, 0 not."""
-    units = str(coord.attrs.get("units", "")).strip().lower()
-    if coord.attrs.get("standard_name") == "latitude" or units in LATITUDE_UNITS:
-        return 2
-    return int(str(coord.name).lower() in LATITUDE_NAMES)
+from ..labeled.dims import latitude_rank
 
 
 def coslat_weights(

@@ -26,6 +26,9 @@ __all__ = [
     "timelike",
     "cftime_calendar",
     "nan_hint",
+    "latitude_rank",
+    "LATITUDE_NAMES",
+    "LATITUDE_UNITS",
 ]
 
 #: Attribute naming the dimension that holds the samples, e.g. ``"samples"``.
@@ -160,3 +163,17 @@ def as_dims(dim) -> tuple[Hashable, ...]:
     if isinstance(dim, str) or not isinstance(dim, Sequence):
         return (dim,)
     return tuple(dim)
+
+
+#: Names of latitude coordinates (lower case), after CF's standard_name and units.
+LATITUDE_NAMES = ("lat", "latitude", "lats", "nav_lat", "xlat")
+#: CF's units of latitude (lower case).
+LATITUDE_UNITS = ("degrees_north", "degree_north", "degree_n", "degrees_n", "degreen", "degreesn")
+
+
+def latitude_rank(coord: xr.DataArray) -> int:
+    """How surely ``coord`` is a latitude: 2 by standard_name or units, 1 by name, 0 not."""
+    units = str(coord.attrs.get("units", "")).strip().lower()
+    if coord.attrs.get("standard_name") == "latitude" or units in LATITUDE_UNITS:
+        return 2
+    return int(str(coord.name).lower() in LATITUDE_NAMES)

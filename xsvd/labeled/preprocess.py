@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..climate.weights import latitude_rank
 from ..core import backend
 from ..core.missing import missing_rule
 from . import units as _units
+from .dims import latitude_rank
 from .layout import FeatureLocator, label_gap
 
 if TYPE_CHECKING:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..climate import statistics
 from ..core import Decomposition, backend
 from ..core.missing import missing_rule
+from . import statistics
 from . import units as _units
 from .layout import COMPONENT, Layout
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from ..climate.weights import latitude_rank
 from ..labeled import units as _units
+from ..labeled.dims import latitude_rank
 from ..labeled.layout import COMPONENT
 from .common import (
     check_n,

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend
-from ..labeled.layout import COMPONENT
+from .layout import COMPONENT
 
 __all__ = ["ufuncs_work", "scalar_like", "elementwise", "where_nan", "clip", "moments"]
 

@@ -34,9 +34,9 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend
-from ..labeled import units as _units
-from ..labeled.layout import COMPONENT, label_gap
 from . import moments
+from . import units as _units
+from .layout import COMPONENT, label_gap
 
 __all__ = [
     "PC_SCALINGS",
