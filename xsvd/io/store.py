@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
 import shutil
 import time
@@ -24,17 +25,23 @@ import xarray as xr
 from .errors import StoreReadError, require_zarr
 from .zarr import open_zarr_dataset
 
-__all__ = ["write_store", "read_store", "STALE_AFTER"]
+__all__ = ["write_store", "read_store", "STALE_AFTER", "READ_ATTEMPTS"]
 
 #: Temporaries and backups of interrupted saves older than this (seconds) are removed.
 STALE_AFTER = 3600
+#: Reads of a local store that :func:`read_store` tries while saves keep replacing it.
+READ_ATTEMPTS = 10
 
 
 def write_store(ds: xr.Dataset, path: str | os.PathLike, *, mode: str = "w-") -> None:
     """Write a Dataset to a Zarr store, atomically for local paths.
 
-    ``mode="w-"`` refuses an existing path, ``mode="w"`` replaces it. Every
-    chunk is compressed with Zstandard and carries a CRC-32C checksum, so a
+    ``mode="w-"`` refuses an existing path, ``mode="w"`` replaces it, but
+    only where xsvd wrote what is there: a Zarr store whose root attributes
+    have ``xsvd_format`` (every saved result), or an empty folder. Anything
+    else (a folder of other files, a file, another Zarr store) is refused
+    with a ``FileExistsError``, so a save never deletes what it did not
+    write. Every chunk is compressed with Zstandard and carries a CRC-32C checksum, so a
     corrupt byte fails :func:`read_store` instead of changing a number.
 
     For a local ``path``:
@@ -49,7 +56,9 @@ def write_store(ds: xr.Dataset, path: str | os.PathLike, *, mode: str = "w-") ->
       ``.NAME.xsvd-old-HEX``, the new one renamed to ``path``, and the old one
       deleted. If the process is killed between the two renames, ``path`` is
       missing for a moment: :func:`read_store` then reads that backup, and
-      the next save of ``path`` renames it back first.
+      the next save of ``path`` renames it back first. A reader racing the
+      replacement reads the old store or the new one, never a mix (see
+      :func:`read_store`).
 
     A URL (``s3://...``) is written in place: zarr's own writes, without
     these guarantees.
@@ -67,10 +76,12 @@ def write_store(ds: xr.Dataset, path: str | os.PathLike, *, mode: str = "w-") ->
         with contextlib.suppress(OSError):
             os.replace(backup, target)
     _remove_stale(target)
-    if os.path.lexists(target) and mode == "w-":
-        raise FileExistsError(
-            f"{text!r} already exists; pass mode='w' to overwrite it, or choose another path."
-        )
+    if os.path.lexists(target):
+        if mode == "w-":
+            raise FileExistsError(
+                f"{text!r} already exists; pass mode='w' to overwrite it, or choose another path."
+            )
+        _check_replaceable(target, text)  # before writing anything
     tag = uuid.uuid4().hex[:8]
     tmp = _sibling(target, "tmp", tag)
     try:
@@ -79,6 +90,7 @@ def write_store(ds: xr.Dataset, path: str | os.PathLike, *, mode: str = "w-") ->
             os.replace(tmp, target)  # fails if a store appeared at path meanwhile
             return
         old = _sibling(target, "old", tag)
+        _check_replaceable(target, text)  # again: the path may have changed meanwhile
         os.replace(target, old)
         try:
             os.replace(tmp, target)
@@ -88,6 +100,44 @@ def write_store(ds: xr.Dataset, path: str | os.PathLike, *, mode: str = "w-") ->
         _remove(old)
     finally:
         _remove(tmp)  # what a failed save wrote; nothing after a success
+
+
+def _check_replaceable(target: Path, text: str) -> None:
+    """Raise ``FileExistsError`` unless ``mode="w"`` may delete what is at ``target``.
+
+    That is an empty folder, or a Zarr store (format 2 or 3) whose root
+    attributes have ``xsvd_format``: a result xsvd saved. Anything else may
+    hold files the user needs.
+    """
+    if os.path.isdir(target):
+        with contextlib.suppress(OSError):
+            if not os.listdir(target) or "xsvd_format" in _root_attributes(target):
+                return
+        what = "a folder that is not a result saved by xsvd"
+    else:
+        what = "a file, not a result saved by xsvd"
+    raise FileExistsError(
+        f"{text!r} is {what} (a Zarr store with an `xsvd_format` attribute), so mode='w' "
+        "does not replace it: that would delete files xsvd did not write. Save to another "
+        f"path, or delete {text!r} yourself first if nothing in it is needed."
+    )
+
+
+def _root_attributes(target: Path) -> dict:
+    """The root group's attributes of a Zarr store (format 3 ``zarr.json``, format 2 ``.zattrs``).
+
+    Empty when ``target`` is not a readable Zarr store.
+    """
+    for name, key in (("zarr.json", "attributes"), (".zattrs", None)):
+        try:
+            with open(target / name, encoding="utf-8") as f:
+                meta = json.load(f)
+        except (OSError, ValueError):
+            continue
+        attrs = meta.get(key) if key and isinstance(meta, dict) else meta
+        if isinstance(attrs, dict):
+            return attrs
+    return {}
 
 
 def _find_backup(target: Path) -> Path | None:
@@ -192,12 +242,48 @@ def read_store(path: str | os.PathLike, *, storage_options: dict | None = None) 
     variable. Where a local ``path`` is missing because a replacing save was
     killed between its two renames, the old store it moved aside is read
     (nothing is renamed: reading needs no write permission).
+
+    A local store that a save (:func:`write_store` with ``mode="w"``)
+    replaces while it is read is read again: the folder read is identified
+    before and after the read (device, inode and change time), and a read
+    whose folder changed (renamed away, replaced, deleted) is done again,
+    whether it failed or not. So a reader gets the old store or the new one,
+    never a mix of the two, nor a spurious "corrupt" error; only a store
+    replaced during each of ``READ_ATTEMPTS`` reads in a row is an error.
     """
     require_zarr()
     text = os.fspath(path)
-    source = path
-    if "://" not in text:
-        source = _find_backup(Path(text)) or path
+    if "://" in text:
+        return _read(path, text, storage_options)
+    target = Path(text)
+    for _ in range(READ_ATTEMPTS):
+        source = _find_backup(target) or path
+        before = _identity(source)
+        try:
+            ds = _read(source, text, storage_options)
+        except StoreReadError:
+            if _identity(source) == before:  # the store is as it was: the error is its own
+                raise
+            continue  # replaced (or moved back) during the read: read what is there now
+        if before is not None and _identity(source) == before:
+            return ds
+    raise StoreReadError(
+        f"The store {text!r} was replaced by another save during each of {READ_ATTEMPTS} reads "
+        "in a row; read it again once the saves to it are done."
+    )
+
+
+def _identity(path) -> tuple[int, int, int] | None:
+    """What tells the folder at ``path`` from another put there: device, inode, change time."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_ctime_ns
+
+
+def _read(source, text: str, storage_options: dict | None) -> xr.Dataset:
+    """The store at ``source`` (named ``text`` in errors), every variable read into memory."""
     try:
         ds = open_zarr_dataset(source, chunks=None, storage_options=storage_options)
     except Exception as exc:
