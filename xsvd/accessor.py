@@ -1,14 +1,48 @@
 """``DataArray.svd`` and ``Dataset.svd``: thin methods that forward to
-:mod:`xsvd.labeled.api` and :mod:`xsvd.climate.multivariate`."""
+:mod:`xsvd.labeled.api` and :mod:`xsvd.climate.multivariate`.
+
+Each method is made by :func:`forward` from the function it calls, so it has
+that function's docstring and signature (every option with its default, from
+the options classes the function declares), less the data argument:
+``help(da.svd.compressed)`` shows what ``help(xsvd.compressed)`` shows.
+"""
 
 from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
 
 import xarray as xr
 
 from .climate import multivariate
-from .climate.multivariate_result import MultivariateResult
 from .labeled import api
-from .labeled.result import SVDResult
+
+
+def forward(fn: Callable, owner: str, name: str) -> Callable:
+    """A method ``name(self, ...)`` of the class ``owner`` that calls ``fn(self._obj, ...)``.
+
+    It takes ``fn``'s docstring and signature, the first parameter (the data)
+    replaced by ``self``, so that ``inspect.signature``, ``help()`` and IDEs
+    list the options ``fn`` declares.
+
+    Examples
+    --------
+    >>> import inspect, xsvd
+    >>> list(inspect.signature(forward(xsvd.exact, "SVDAccessor", "exact")).parameters)[:3]
+    ['self', 'k', 'dim']
+    """
+
+    def method(self, /, *args, **kwargs):
+        return fn(self._obj, *args, **kwargs)
+
+    signature = inspect.signature(fn)
+    data, *rest = signature.parameters.values()
+    method.__signature__ = signature.replace(
+        parameters=[inspect.Parameter("self", data.POSITIONAL_OR_KEYWORD), *rest]
+    )
+    method.__name__, method.__qualname__ = name, f"{owner}.{name}"
+    method.__doc__ = fn.__doc__
+    return method
 
 
 class SVDAccessor:
@@ -26,17 +60,9 @@ class SVDAccessor:
     def __init__(self, obj: xr.DataArray):
         self._obj = obj
 
-    def __call__(self, k: int | None = None, **kwargs) -> SVDResult:
-        """Solver chosen by shape; see :func:`xsvd.svd`."""
-        return api.svd(self._obj, k, **kwargs)
-
-    def exact(self, **kwargs) -> SVDResult:
-        """Exact SVD; see :func:`xsvd.exact`."""
-        return api.exact(self._obj, **kwargs)
-
-    def compressed(self, k: int, **kwargs) -> SVDResult:
-        """Randomized rank-``k`` SVD; see :func:`xsvd.compressed`."""
-        return api.compressed(self._obj, k, **kwargs)
+    __call__ = forward(api.svd, "SVDAccessor", "__call__")
+    exact = forward(api.exact, "SVDAccessor", "exact")
+    compressed = forward(api.compressed, "SVDAccessor", "compressed")
 
 
 class DatasetSVDAccessor:
@@ -59,17 +85,9 @@ class DatasetSVDAccessor:
     def __init__(self, obj: xr.Dataset):
         self._obj = obj
 
-    def __call__(self, k: int | None = None, **kwargs) -> MultivariateResult:
-        """Solver chosen by shape; see :func:`xsvd.climate.multivariate.svd`."""
-        return multivariate.svd(self._obj, k, **kwargs)
-
-    def exact(self, **kwargs) -> MultivariateResult:
-        """Exact SVD; see :func:`xsvd.climate.multivariate.exact`."""
-        return multivariate.exact(self._obj, **kwargs)
-
-    def compressed(self, k: int, **kwargs) -> MultivariateResult:
-        """Randomized rank-``k`` SVD; see :func:`xsvd.climate.multivariate.compressed`."""
-        return multivariate.compressed(self._obj, k, **kwargs)
+    __call__ = forward(multivariate.svd, "DatasetSVDAccessor", "__call__")
+    exact = forward(multivariate.exact, "DatasetSVDAccessor", "exact")
+    compressed = forward(multivariate.compressed, "DatasetSVDAccessor", "compressed")
 
 
 def register() -> None:
