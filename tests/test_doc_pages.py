@@ -51,3 +51,21 @@ def test_page_prints_what_it_shows(path, tmp_path, monkeypatch):
     if runner.missing:
         pytest.skip(f"examples of {path.name} need: {runner.missing[0]}")
     assert runner.failures == 0, report.getvalue()
+
+
+def test_getting_started_options_table_is_the_declared_one():
+    """The options table is made from the declarations (issue 29): re-rendered, the page
+    must not change, so a new option or default cannot be left out of the docs."""
+    from xsvd.labeled.options_doc import TABLE_START, with_options_table
+
+    page = (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    assert page.count(TABLE_START) == 1
+    assert with_options_table(page) == page, (
+        "docs/getting-started.md's options table differs from the declarations; rewrite it "
+        "with xsvd.labeled.options_doc.with_options_table"
+    )
+    # what it says of the defaults is what the solver does
+    row = next(line for line in page.splitlines() if line.startswith("| `n_power_iter` |"))
+    assert "`tol=1e-6`, 8 passes at most" in row and "`7`" not in row
+    row = next(line for line in page.splitlines() if line.startswith("| `max_passes` |"))
+    assert "8 for the default stop" in row
