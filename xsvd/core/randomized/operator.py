@@ -45,8 +45,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...options import OPTIONS
 from .. import backend
+from ..config import OPTIONS
 from ..options import (
     DEFAULT_MAX_PASSES,
     DEFAULT_N_OVERSAMPLES,

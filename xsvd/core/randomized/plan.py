@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ...options import OPTIONS
 from .. import backend
+from ..config import OPTIONS
 from ..missing import Locate, MissingRule
 from ..options import DEFAULT_N_POWER_ITER, CompressedOptions
 from .executors import Eager, Executor, Lazy, Stepwise

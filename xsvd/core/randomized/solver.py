@@ -82,7 +82,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...options import OPTIONS
 from .. import backend
 from ..common import (
     EXACT_K_SHARE,
@@ -92,6 +91,7 @@ from ..common import (
     nan_rows,
     validate_shape,
 )
+from ..config import OPTIONS
 from ..missing import missing_rule
 from ..options import (
     CompressedOptions,
