@@ -131,3 +131,26 @@ def test_options_are_declared_once_and_every_entry_point_takes_them():
     for f in fields(Labeling) + fields(Preprocessing) + fields(CompressedOptions):
         assert f.name in xsvd.svd.__doc__, f"option {f.name} is not documented in xsvd.svd"
     assert "n_power_iter" not in inspect.signature(xsvd.exact).parameters
+
+
+def test_core_imports_nothing_above_it():
+    """Every import in ``xsvd.core`` (module level or in a function) stays in the core."""
+    core = ROOT / "core"
+    bad = []
+    for path in sorted(core.rglob("*.py")):
+        parts = ("xsvd", *path.relative_to(ROOT).with_suffix("").parts)
+        package = parts[:-1]  # a module's package; an __init__'s package is its folder
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package[: len(package) - node.level + 1]
+                targets = [".".join((*base, *filter(None, [node.module])))]
+            elif isinstance(node, ast.ImportFrom):
+                targets = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                if target.split(".")[0] == "xsvd" and target.split(".")[:2] != ["xsvd", "core"]:
+                    bad.append(f"{_relative(path)}:{node.lineno}: imports {target}")
+    assert not bad, "the core imports modules above it:\n" + "\n".join(bad)
