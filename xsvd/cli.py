@@ -121,6 +121,20 @@ VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz", ".bcf")
 NETCDF_SUFFIXES = (".nc", ".nc4", ".cdf", ".netcdf")
 
 
+def _plink_prefix(path: str) -> str | None:
+    """``"open_plink"`` or ``"open_pgen"`` where ``path`` is the prefix of such a file set."""
+    from .genomics.plink import BED_SUFFIXES, PGEN_SUFFIXES, file_set_paths
+
+    kinds = (("open_plink", BED_SUFFIXES), ("open_pgen", PGEN_SUFFIXES))
+    found = [opener for opener, suffixes in kinds if file_set_paths(path, suffixes)[0].exists()]
+    if len(found) > 1:
+        raise UsageError(
+            f"{path!r} is the prefix of both a .bed and a .pgen file set; give "
+            f"{path}.bed or {path}.pgen."
+        )
+    return found[0] if found else None
+
+
 class _Input:
     """The data to decompose, and the other variables of its store (for --weights).
 
@@ -135,13 +149,16 @@ class _Input:
 
         self.path = path
         remote = "://" in path
-        if not remote and not os.path.exists(path):
-            raise UsageError(
-                f"{path!r} does not exist; give the path of a Zarr store, a netCDF file or a "
-                "PLINK file set (.bed or .pgen)."
-            )
         lower = path.lower().rstrip("/")
-        if lower.endswith(VCF_SUFFIXES):
+        opener = PLINK_SUFFIXES.get(os.path.splitext(lower)[1])
+        if not remote and not os.path.exists(path):
+            opener = _plink_prefix(path)  # a file set's prefix, as plink's --bfile/--pfile
+            if opener is None:
+                raise UsageError(
+                    f"{path!r} does not exist; give the path of a Zarr store, a netCDF file or "
+                    "a PLINK file set (.bed or .pgen, or their prefix)."
+                )
+        if opener is None and lower.endswith(VCF_SUFFIXES):
             prefix = re.sub(r"\.(vcf(\.b?gz)?|bcf)$", "", path, flags=re.IGNORECASE)
             raise UsageError(
                 f"{path!r} is a VCF file, which xsvd run does not read; convert it to a PLINK 2 "
@@ -149,7 +166,6 @@ class _Input:
                 f"{prefix}.pgen (with --center --weights patterson --missing mean for PLINK 2's "
                 "PCA)."
             )
-        opener = PLINK_SUFFIXES.get(os.path.splitext(lower)[1])
         if opener is not None and not remote:
             self.kind = "genotypes"
             self.data = getattr(xsvd, opener)(path)
@@ -423,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "store",
         help="Zarr store (path or URL), netCDF file, or PLINK file set (.bed/.bim/.fam or "
-        ".pgen/.pvar/.psam: the allele counts, variants x samples)",
+        ".pgen/.pvar/.psam, or their prefix: the allele counts, variants x samples)",
     )
     run.add_argument("--var", metavar="NAME", help="variable to decompose (default: the only one)")
     run.add_argument(

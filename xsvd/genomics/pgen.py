@@ -18,7 +18,13 @@ import xarray as xr
 
 from ..core.packed import PackedGenotypes, pack
 from ..labeled.dims import SAMPLE_DIM_ATTR
-from .plink import PlinkFileError, default_variant_chunk
+from .plink import (
+    PGEN_SUFFIXES,
+    PlinkFileError,
+    default_variant_chunk,
+    file_set_paths,
+    missing_file_set,
+)
 
 __all__ = ["open_pgen"]
 
@@ -48,7 +54,8 @@ def open_pgen(path, *, chunks: int | None = None) -> xr.DataArray:
     ----------
     path : str or path-like
         The ``.pgen`` file, or the common prefix of ``.pgen``, ``.pvar`` and
-        ``.psam``.
+        ``.psam``: a name not ending in one of these is the whole prefix, dots
+        and all, as in PLINK (``cohort.pruned`` reads ``cohort.pruned.pgen``).
     chunks : int, optional
         Variants per chunk. Default: as :func:`~xsvd.open_plink`, at most
         4,096 variants and 16 MiB of packed bytes per chunk
@@ -151,10 +158,9 @@ def _pgen_paths(path) -> tuple[Path, Path, Path]:
             f"{str(p)!r} is Zstandard-compressed; decompress it first (`zstd -d`), or "
             "rewrite the file set with `plink2 --pfile PREFIX vzs --make-pgen --out NEW`."
         )
-    prefix = p.with_suffix("") if p.suffix in (".pgen", ".pvar", ".psam") else p
-    pgen, pvar, psam = (prefix.with_suffix(s) for s in (".pgen", ".pvar", ".psam"))
+    pgen, pvar, psam = file_set_paths(p, PGEN_SUFFIXES)
     if not pgen.exists():
-        raise PlinkFileError(f"No .pgen file at {str(pgen)!r}. Pass the .pgen path or its prefix.")
+        raise missing_file_set(path, PGEN_SUFFIXES)
     if not pvar.exists() and pvar.with_name(pvar.name + ".zst").exists():
         raise PlinkFileError(
             f"{pvar.name}.zst is Zstandard-compressed; decompress it (`zstd -d`) or rewrite "

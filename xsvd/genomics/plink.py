@@ -28,6 +28,10 @@ __all__ = [
     "BED_CHUNK_VARIANTS",
     "default_variant_chunk",
     "coord_text",
+    "file_set_paths",
+    "missing_file_set",
+    "BED_SUFFIXES",
+    "PGEN_SUFFIXES",
 ]
 
 _BED_MAGIC = bytes([0x6C, 0x1B])
@@ -47,10 +51,62 @@ class PlinkFileError(ValueError):
     """A PLINK file set that cannot be read as it is."""
 
 
-def _bed_paths(path) -> tuple[Path, Path, Path]:
+#: The files of a PLINK 1 and of a PLINK 2 file set, genotypes first.
+BED_SUFFIXES = (".bed", ".bim", ".fam")
+PGEN_SUFFIXES = (".pgen", ".pvar", ".psam")
+_VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz", ".bcf")
+
+
+def file_set_paths(path, suffixes: tuple[str, ...] = BED_SUFFIXES) -> tuple[Path, ...]:
+    """The files of the PLINK file set that ``path`` names: its prefix + each of ``suffixes``.
+
+    The one rule for file-set names, as PLINK's: a name ending in one of
+    ``suffixes`` names that file of the set, and the suffix comes off; any
+    other name is the whole prefix, dots and all. So ``cohort.pruned`` and
+    ``cohort.pruned.bed`` both name ``cohort.pruned.bed``/``.bim``/``.fam``
+    (never ``cohort.bed``, as ``Path.with_suffix`` would), and ``x.vcf``
+    names ``x.vcf.bed``.
+
+    Examples
+    --------
+    >>> [p.name for p in file_set_paths("data/cohort.pruned")]
+    ['cohort.pruned.bed', 'cohort.pruned.bim', 'cohort.pruned.fam']
+    >>> [p.name for p in file_set_paths("cohort.pruned.pvar", PGEN_SUFFIXES)]
+    ['cohort.pruned.pgen', 'cohort.pruned.pvar', 'cohort.pruned.psam']
+    """
     p = Path(os.fspath(path))
-    prefix = p.with_suffix("") if p.suffix in (".bed", ".bim", ".fam") else p
-    return prefix.with_suffix(".bed"), prefix.with_suffix(".bim"), prefix.with_suffix(".fam")
+    prefix = p.name
+    for suffix in suffixes:
+        if prefix.endswith(suffix):
+            prefix = prefix[: -len(suffix)]
+            break
+    return tuple(p.with_name(prefix + s) for s in suffixes)
+
+
+def missing_file_set(path, suffixes: tuple[str, ...] = BED_SUFFIXES) -> PlinkFileError:
+    """The error for a file set whose genotype file (``prefix + suffixes[0]``) is not there.
+
+    It says which file was looked for and why (the name read as a prefix),
+    and that a VCF file is converted first.
+    """
+    text = os.fspath(path)
+    first = file_set_paths(path, suffixes)[0]
+    message = f"No {suffixes[0]} file at {str(first)!r}."
+    if not text.endswith(suffixes):
+        message += (
+            f" A name that does not end in {', '.join(suffixes[:-1])} or {suffixes[-1]} is the "
+            f"prefix of the file set, dots and all, as in PLINK: {text!r} names {first.name}."
+        )
+    if text.lower().endswith(_VCF_SUFFIXES):
+        make = "--make-bed" if suffixes[0] == ".bed" else "--make-pgen"
+        message += (
+            f" A VCF file is not read directly: convert it first with `plink2 --vcf {text} "
+            f"{make} --out PREFIX` and pass PREFIX (or convert it to VCF-Zarr with bio2zarr's "
+            "`vcf2zarr` and read it with `xsvd.dosage`)."
+        )
+    else:
+        message += f" Pass the {suffixes[0]} path or its prefix."
+    return PlinkFileError(message)
 
 
 #: how the .bim's columns are parsed: numbers as numbers (one Python string per
@@ -120,6 +176,9 @@ def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
     ----------
     path : str or path-like
         The ``.bed`` file, or the common prefix of ``.bed``, ``.bim`` and ``.fam``.
+        A name not ending in one of these is the whole prefix, dots and all,
+        as in PLINK (:func:`file_set_paths`): ``cohort.pruned`` reads
+        ``cohort.pruned.bed``.
     chunks : int, optional
         Variants per chunk. Default: :func:`default_variant_chunk`, at most
         4,096 variants and at most 16 MiB of packed bytes.
@@ -148,9 +207,9 @@ def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
     """
     import dask.array as da
 
-    bed, bim, fam = _bed_paths(path)
+    bed, bim, fam = file_set_paths(path)
     if not bed.exists():
-        raise PlinkFileError(f"No .bed file at {str(bed)!r}. Pass the .bed path or its prefix.")
+        raise missing_file_set(path)
     variants = _read_table(bim, _BIM_COLUMNS, ".bim", _BIM_DTYPES)
     samples = _read_table(fam, _FAM_COLUMNS, ".fam")
     n_var, n_samp = len(variants), len(samples)
@@ -387,7 +446,8 @@ def write_plink(gt: xr.DataArray, path, *, dim: Hashable = "samples") -> None:
     gt : xarray.DataArray
         2-D, dims ``(variants, dim)`` in either order; values count allele 1.
     path : str or path-like
-        The ``.bed`` path or the prefix of the three files.
+        The ``.bed`` path or the prefix of the three files (dots and all, as
+        in PLINK: ``cohort.subset`` writes ``cohort.subset.bed``/``.bim``/``.fam``).
     dim : str
         The sample dimension.
     """
@@ -398,7 +458,7 @@ def write_plink(gt: xr.DataArray, path, *, dim: Hashable = "samples") -> None:
         )
     vdim = next(d for d in gt.dims if d != dim)
     gt = gt.transpose(vdim, dim)
-    bed, bim, fam = _bed_paths(path)
+    bed, bim, fam = file_set_paths(path)
     n_var, n_samp = gt.shape
     data = gt.data
     if backend.is_dask(data):
