@@ -410,3 +410,117 @@ def test_run_without_dim_names_the_dimensions(sst_store, tmp_path, capsys):
     assert main(["run", str(sst_store), "--k", "2", "--out", str(tmp_path / "o.zarr")]) == 2
     err = capsys.readouterr().err
     assert "give --dim" in err and "['time', 'lat', 'lon']" in err
+
+
+# ------------------------------------- flags made from the options' declarations (issue 29)
+
+
+def _run_help() -> str:
+    from xsvd.cli import build_parser
+
+    (sub,) = [a for a in build_parser()._actions if a.dest == "command"]
+    return " ".join(sub.choices["run"].format_help().split())
+
+
+def test_run_flags_are_the_declared_options():
+    from dataclasses import MISSING, fields
+
+    from xsvd.cli import NOT_FLAGS, build_parser
+    from xsvd.core.options import CompressedOptions, Preprocessing
+    from xsvd.labeled.api import Labeling
+
+    (sub,) = [a for a in build_parser()._actions if a.dest == "command"]
+    actions = {a.dest: a for a in sub.choices["run"]._actions}
+    scalar = {"center", "missing", "negative_missing", "standardize", "device", "progress"}
+    scalar |= {"n_power_iter", "n_oversamples", "seed", "krylov", "tol", "max_passes"}
+    for cls in (Labeling, Preprocessing, CompressedOptions):
+        for f in fields(cls):
+            if f.name not in scalar:  # dim, weights (own flags), compute, dtype: not scalar
+                assert f.name in NOT_FLAGS or f.name in ("dim", "weights", "dtype")
+                continue
+            action = actions[f.name]
+            assert action.option_strings[0] == "--" + f.name.replace("_", "-")
+            assert action.default == (None if f.default is MISSING else f.default)
+    assert actions["missing"].choices == ("error", "mean")
+    assert actions["device"].choices == ("gpu", "cpu")
+    assert actions["method"].choices == ("auto", "exact", "compressed")
+    assert actions["n_oversamples"].type is int and actions["tol"].type is float
+    assert "--no-krylov" in actions["krylov"].option_strings
+    text = _run_help()  # help from the docstrings, in flags, defaults in words
+    assert (
+        "--n-oversamples N_OVERSAMPLES compressed only: extra columns of the random sketch." in text
+    )
+    assert "(default: 10)" in text
+    assert "below --tol 1e-6, 8 passes at most" in text
+    assert "n_power_iter" not in text and "max_passes" not in text and "``" not in text
+
+
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (["--method", "exact", "--tol", "1e-3"], "--tol only applies"),
+        (["--method", "exact", "--n-power-iter", "3"], "--n-power-iter only applies"),
+        (["--seed", "1"], "--seed only applies"),  # auto chose the exact SVD for this shape
+        (["--method", "exact", "--no-krylov", "--seed", "1"], "--seed, --krylov only apply"),
+    ],
+)
+def test_run_refuses_compressed_options_for_the_exact_svd_in_flags(
+    flags, said, sst_store, tmp_path, capsys
+):
+    out = tmp_path / "o.zarr"
+    assert (
+        main(["run", str(sst_store), "--dim", "time", "--k", "3", *flags, "--out", str(out)]) == 2
+    )
+    err = capsys.readouterr().err
+    assert err.startswith("xsvd: error: ") and err.count("\n") == 1
+    assert said in err and "the exact SVD was chosen" in err and "pass --method compressed" in err
+    assert "method=" not in err and "`" not in err
+    assert not out.exists()
+
+
+def test_run_new_flags_reach_the_solver(sst_store, tmp_path, capsys):
+    out = tmp_path / "o.zarr"
+    argv = ["run", str(sst_store), "--dim", "time", "--k", "3", "--method", "compressed"]
+    argv += ["--seed", "1", "--n-oversamples", "4", "--no-krylov", "--n-power-iter", "2"]
+    assert main([*argv, "--device", "cpu", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("xsvd: warning: With --no-krylov the error estimates")
+    assert "keep --krylov and --n-oversamples >= 10" in err and "krylov=" not in err
+    res = xsvd.open_result(out)
+    assert res.settings["n_oversamples"] == 4 and res.settings["krylov"] is False
+    ref = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24, seed=4)
+    with pytest.warns(RuntimeWarning, match="krylov=False"):  # the library's own words
+        want = ref.svd.compressed(
+            3, dim="time", seed=1, n_oversamples=4, krylov=False, n_power_iter=2
+        )
+    np.testing.assert_allclose(res.S.values, want.S.values, rtol=1e-10)
+
+
+def test_run_tol_not_reached_is_said_in_flags(sst_store, tmp_path, capsys):
+    argv = ["run", str(sst_store), "--dim", "time", "--k", "5", "--method", "compressed"]
+    argv += ["--seed", "0", "--tol", "1e-9", "--max-passes", "2"]
+    assert main([*argv, "--out", str(tmp_path / "o.zarr")]) == 0
+    err = capsys.readouterr().err
+    assert "xsvd: warning: --tol 1e-09 was not reached in --max-passes 2 passes" in err
+    assert "max_passes" not in err and "tol=" not in err
+
+
+def test_run_negative_missing_is_a_switch_with_three_states():
+    from xsvd.cli import build_parser
+
+    base = ["run", "s.zarr", "--out", "o.zarr"]
+    parse = build_parser().parse_args
+    assert parse(base).negative_missing is None  # the library's default
+    assert parse([*base, "--negative-missing"]).negative_missing is True
+    assert parse([*base, "--no-negative-missing"]).negative_missing is False
+
+
+def test_command_words_of_switches():
+    from xsvd.cli import command_words
+
+    assert (
+        command_words("keep krylov=True, or pass center=True") == "keep --krylov, or pass --center"
+    )
+    assert command_words("with `krylov=False` the") == "with --no-krylov the"
+    assert command_words("pass `method='compressed'`.") == "pass --method compressed."
+    assert command_words("the method and the center") == "the method and the center"

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from .labeled.options_doc import Option, described_options, plain_text
+
 
 def _demo(args: argparse.Namespace) -> int:
     import xsvd
@@ -331,21 +333,15 @@ def _run_command(args: argparse.Namespace) -> int:
     if args.method == "compressed" and args.k is None:
         raise UsageError("--method compressed needs --k, the number of components to compute.")
     data, weights, weights_text = _weights(source, args.weights, dims)
-    options = dict(
-        dim=dims,
-        center=args.center,
-        standardize=args.standardize,
-        progress=args.progress,
-        weights=weights,
-        missing=args.missing,
-    )
-    if args.method != "exact":
-        for name in ("n_power_iter", "seed", "tol", "max_passes"):
-            if getattr(args, name) is not None:
-                options[name] = getattr(args, name)
+    # every option flag as given: the library refuses what does not apply (--tol with
+    # --method exact, say), in its words turned into the command's by command_words
+    options = {opt.name: getattr(args, opt.name) for opt in option_flags()}
     t0 = time.perf_counter()
     try:
-        res = xsvd.svd(data, args.k, method=args.method, **options)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = xsvd.svd(data, args.k, dim=dims, weights=weights, **options)
+        _say_warnings(caught)
     except ValueError as exc:
         if args.k is None and "`k=`" in str(exc):  # method auto chose the compressed SVD
             m = int(np.prod([data.sizes[d] for d in dims]))
@@ -370,6 +366,18 @@ def _run_command(args: argparse.Namespace) -> int:
         file=sys.stdout,
     )
     return 0
+
+
+def _say_warnings(caught: list) -> None:
+    """xsvd's warnings as one line each in the command's words (``--max-passes``, not
+    ``max_passes=``), others as they were."""
+    home = os.path.dirname(os.path.abspath(__file__))
+    for w in caught:
+        if os.path.abspath(w.filename).startswith(home + os.sep):
+            text = command_words(" ".join(str(w.message).split()))
+            print(f"xsvd: warning: {text}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _describe_input(da, out) -> None:
@@ -454,13 +462,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="number of components (needed with --method compressed; default: all, by the "
         "exact SVD)",
     )
-    run.add_argument("--center", action="store_true", help="remove each feature's mean")
-    run.add_argument(
-        "--standardize",
-        action="store_true",
-        help="also divide each feature by its standard deviation (EOFs of the correlation "
-        "matrix); constant features get weight 0",
-    )
     run.add_argument(
         "--weights",
         metavar="{coslat,patterson,VAR}",
@@ -472,22 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--missing mean); or the name of a variable or coordinate of the input holding the "
         "weights, used as they are (for cell areas, give their square roots)",
     )
-    run.add_argument(
-        "--missing",
-        choices=("error", "mean"),
-        default="error",
-        help="what to do with missing values (NaN): 'error' stops at a feature missing at "
-        "some samples (features missing at every sample, such as land, are always left "
-        "out); 'mean' stands each one for its feature's mean (in integer data negative "
-        "codes count as missing too, as for genotype calls) (default %(default)s)",
-    )
-    run.add_argument(
-        "--method",
-        choices=("auto", "exact", "compressed"),
-        default="auto",
-        help="exact SVD, compressed (randomized) SVD of k components, or auto: chosen by the "
-        "shape (default %(default)s)",
-    )
+    for opt in option_flags():
+        run.add_argument(flag(opt.name), **_argument(opt))
     run.add_argument(
         "--missing-chunks",
         choices=("warn", "error", "ignore"),
@@ -498,23 +485,6 @@ def build_parser() -> argparse.ArgumentParser:
         "mean loss, such as genotypes) or 'ignore' (do not list the store) (default "
         "%(default)s)",
     )
-    run.add_argument(
-        "--n-power-iter",
-        type=int,
-        metavar="Q",
-        help="a fixed number of power iterations (compressed)",
-    )
-    run.add_argument(
-        "--tol",
-        type=float,
-        help="compressed: read the data again until the estimated relative error of every "
-        "component is below TOL (e.g. 1e-3), instead of a fixed --n-power-iter",
-    )
-    run.add_argument(
-        "--max-passes", type=int, metavar="N", help="with --tol: the most reads of the data"
-    )
-    run.add_argument("--seed", type=int, help="random seed (compressed)")
-    run.add_argument("--progress", action="store_true", help="show progress per pass")
     run.add_argument(
         "--out",
         required=True,
@@ -539,19 +509,67 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-#: Options of the library that ``xsvd run`` spells as flags (``max_passes`` -> ``--max-passes``).
-FLAG_OPTIONS = ("missing", "n_power_iter", "max_passes", "tol", "missing_chunks", "standardize")
+#: Options of :func:`xsvd.svd` that ``xsvd run`` has no flag of its kind for: ``k`` and
+#: ``dim`` have flags of their own (``--k``, ``--dim`` repeated or comma-separated),
+#: ``weights`` is ``--weights`` (a name, not an array), ``compute`` would make a lazy result,
+#: which the command computes to write anyway. Every other option with a scalar value (bool,
+#: int, float, a choice of strings) is a flag, made from its declaration by
+#: :func:`option_flags`; ``dtype`` is not (any NumPy dtype).
+NOT_FLAGS = ("k", "compute")
+
+#: Options whose names are English words too: in the library's messages they are flags
+#: only as ``name=value`` (``missing='mean'``), not as words ("missing values").
+ENGLISH = ("method", "center", "missing", "device", "progress")
+
+
+def option_flags() -> list[Option]:
+    """The options of :func:`xsvd.svd` that ``xsvd run`` takes as flags, in its order:
+    each scalar option (bool, int, float, a choice of strings) but :data:`NOT_FLAGS`."""
+    return [o for o in described_options() if o.kind is not None and o.name not in NOT_FLAGS]
+
+
+def flag(name: str) -> str:
+    """``max_passes`` -> ``--max-passes``."""
+    return "--" + name.replace("_", "-")
+
+
+def _argument(opt: Option) -> dict:
+    """The ``add_argument`` keywords of an option: type, choices, default and help, all
+    from its declaration (help: its docstring's summary, in the command's words)."""
+    words = command_words(plain_text(opt.description))
+    if opt.default is not None:
+        default = "" if opt.kind == "bool" else " (default %(default)s)"
+    else:
+        default = f" (default: {command_words(plain_text(opt.default_text))})"
+    if opt.compressed_only:
+        words = f"compressed only: {words[:1].lower()}{words[1:]}"
+    out: dict[str, Any] = dict(default=opt.default, help=words.replace("%", "%%") + default)
+    if opt.kind == "bool":
+        plain_switch = opt.default is False and not opt.nullable
+        out["action"] = "store_true" if plain_switch else argparse.BooleanOptionalAction
+    elif opt.kind == "choice":
+        out["choices"] = opt.choices
+    else:
+        out["type"] = {"int": int, "float": float}[opt.kind]
+    return out
 
 
 def command_words(message: str) -> str:
     """The library's advice in the command's spelling: ``missing='mean'`` becomes
-    ``--missing mean``, ``max_passes`` ``--max-passes`` (as words, not inside other names)."""
-    for name in FLAG_OPTIONS:
-        flag = "--" + name.replace("_", "-")
+    ``--missing mean``, ``center=True`` ``--center``, ``krylov=False`` ``--no-krylov``,
+    ``max_passes`` ``--max-passes`` (as words, not inside other names; the names in
+    :data:`ENGLISH` only as ``name=value``)."""
+    options = {o.name: o for o in option_flags()}
+    for name in (*options, "missing_chunks"):
         word = rf"(?<![\w.(-]){name}"
-        message = re.sub(rf"`?{word}=['\"]?([\w.+-]+)['\"]?`?", rf"{flag} \1", message)
-        if name != "missing":  # the word "missing" is English too
-            message = re.sub(rf"{word}\b", flag, message)
+        opt = options.get(name)
+        if opt is not None and opt.kind == "bool":  # a switch: no value
+            off = f"--no-{flag(name)[2:]}" if opt.nullable or opt.default else f"no {flag(name)}"
+            message = re.sub(rf"`?{word}=True`?", flag(name), message)
+            message = re.sub(rf"`?{word}=False`?", off, message)
+        message = re.sub(rf"`?{word}=['\"]?([\w.+-]+)['\"]?`?", rf"{flag(name)} \1", message)
+        if name not in ENGLISH:
+            message = re.sub(rf"{word}\b", flag(name), message)
     return message
 
 

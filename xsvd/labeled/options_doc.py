@@ -36,6 +36,7 @@ __all__ = [
     "NONE_MEANS",
     "described_options",
     "parameter_docs",
+    "plain_text",
     "options_table",
     "with_options_table",
     "TABLE_START",
@@ -57,7 +58,7 @@ NONE_MEANS = {
     "negative_missing": 'yes in integer data with `missing="mean"`, else no',
     "n_power_iter": (
         f"not fixed: pass until every estimated relative error is below `tol={_TOL}`, "
-        f"{_CAP} passes at most (a lazy graph, `compute=False`, makes {_CAP})"
+        f"{_CAP} passes at most"
     ),
     "seed": "fresh randomness at each call",
     "dtype": "float64 for float64 data, float32 for integer and float32 data",
@@ -243,6 +244,19 @@ def _markdown(text: str) -> str:
     text = re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"`\1`", text)
     text = text.replace("``", "`")
     return text.replace("|", "\\|")
+
+
+def plain_text(text: str) -> str:
+    """reStructuredText or Markdown of a docstring as plain text (for a command's help):
+    ``x``, `x` and :func:`~a.x` become x.
+
+    Examples
+    --------
+    >>> plain_text("see :func:`~xsvd.compressed`, ``tol`` and `max_passes`")
+    'see compressed, tol and max_passes'
+    """
+    text = re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", text)
+    return text.replace("`", "")
 
 
 def options_table(fn: Callable | None = None) -> str:
