@@ -133,6 +133,85 @@ def test_options_are_declared_once_and_every_entry_point_takes_them():
     assert "n_power_iter" not in inspect.signature(xsvd.exact).parameters
 
 
+#: The layers, lowest first: a module imports only from its own layer or below
+#: (the analyses, io and plot are one layer, but none imports another of them).
+LAYERS = {"core": 0, "labeled": 1, "io": 2, "climate": 2, "genomics": 2, "plot": 2}
+#: Function-level imports that point up, each a forward of a result's method to the
+#: layer that owns the work (as ``xarray.DataArray.plot`` forwards to ``xarray.plot``).
+UPWARD_FORWARDS = {
+    ("labeled/base.py", "xsvd.plot"),  # res.plot
+    ("labeled/base.py", "xsvd.io.results"),  # res.to_dataset / to_zarr / from_dataset
+    ("labeled/result.py", "xsvd.climate.rotation"),  # res.rotate
+    ("climate/rotation.py", "xsvd.plot"),  # rotated.plot
+}
+
+
+def _layer(module: str) -> tuple[str, int]:
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else ""
+    return (top, LAYERS[top]) if top in LAYERS else ("root", 3)
+
+
+def _imports(path: Path) -> list[tuple[str, int, bool]]:
+    """``(imported xsvd module, line, at module level)`` of every import of ``path``."""
+    parts = ("xsvd", *path.relative_to(ROOT).with_suffix("").parts)
+    package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+    tree = ast.parse(path.read_text())
+    top_level = {id(node) for node in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                target = ".".join((*base, *([node.module] if node.module else [])))
+            else:
+                target = node.module or ""
+            names = [f"{target}.{a.name}" for a in node.names]  # a module or a name in one
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found += [(name, node.lineno, id(node) in top_level) for name in names]
+    return found
+
+
+def _upward_imports(paths) -> list[str]:
+    bad = []
+    for path in paths:
+        rel = _relative(path)
+        module = "xsvd." + rel.removesuffix(".py").replace("/", ".")
+        own, level = _layer(module)
+        for target, line, top in _imports(path):
+            if target != "xsvd" and not target.startswith("xsvd."):
+                continue
+            other, other_level = _layer(target)
+            if other_level < level or other == own or target == "xsvd":
+                continue
+            if not top and any(
+                rel == f and (target == t or target.startswith(t + ".")) for f, t in UPWARD_FORWARDS
+            ):
+                continue
+            bad.append(f"{rel}:{line}: imports {target} (layer {other}, above or beside {own})")
+    return bad
+
+
+def test_imports_point_one_way():
+    """core <- labeled <- (io, climate, genomics, plot) <- the package root, never back."""
+    bad = _upward_imports(MODULES)
+    assert not bad, "imports that point up or sideways:\n" + "\n".join(bad)
+
+
+def test_the_layer_check_can_fail(tmp_path):
+    fake = ROOT / "labeled" / "zz_fake_module.py"
+    source = "from ..climate import statistics\n\ndef f():\n    from ..plot import maps\n"
+    try:
+        fake.write_text(source)
+        bad = _upward_imports([fake])
+    finally:
+        fake.unlink()
+    assert len(bad) == 2 and "xsvd.climate" in bad[0] and "xsvd.plot" in bad[1]
+
+
 def test_core_imports_nothing_above_it():
     """Every import in ``xsvd.core`` (module level or in a function) stays in the core."""
     core = ROOT / "core"

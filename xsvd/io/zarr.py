@@ -25,7 +25,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend
-from ..options import OPTIONS
+from ..core.config import OPTIONS
 from .errors import MissingChunksWarning, StoreReadError, require_zarr
 
 __all__ = [
