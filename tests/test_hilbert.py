@@ -107,14 +107,21 @@ def test_phase_convention_same_everywhere(case):
 
 @pytest.mark.parametrize("lazy", [False, True])
 def test_all_components_reconstruct_the_anomalies(lazy):
-    """Re(U S V^H) with every component is the centered weighted field (any padding)."""
+    """Re(U S V^H) with every component is the centered weighted field (any padding), and
+    reconstruct() undoes the weights and the mean: it gives back the data themselves."""
     da = _field(seed=1, m=40, ny=3, nx=4)
     w = xr.DataArray(np.linspace(0.5, 1.5, 3), dims="y")
     data = da.chunk({"x": 2}) if lazy else da
     res = xsvd.hilbert_eof(data, weights=w, method="exact")
     assert res.S.sizes["component"] == 11  # 12 cells, one of them land
     anomalies = (da - da.mean("time")) * w
-    np.testing.assert_allclose(res.reconstruct().values, anomalies.values, atol=1e-10)
+    described = xr.dot(res.U * res.S, np.conj(res.V), dim="component").real
+    np.testing.assert_allclose(described.transpose(*da.dims).values, anomalies.values, atol=1e-10)
+    back = res.reconstruct()
+    assert back.dims == da.dims
+    np.testing.assert_allclose(back.values, da.values, atol=1e-10)  # land NaN in both
+    two = res.reconstruct(2)  # fewer components: closer to the mean than the data are
+    assert float(abs(two - da.mean("time")).sum()) < float(abs(da - da.mean("time")).sum())
     assert float(res.explained_variance_ratio.sum()) == pytest.approx(1.0, abs=1e-12)
 
 
@@ -170,7 +177,16 @@ def test_errors_say_what_to_do():
         xsvd.hilbert_eof(da, 2, method="exact", seed=0)
 
 
-def test_dataset_has_every_part():
-    ds = xsvd.hilbert_eof(_field(m=30), 2).to_dataset()
-    assert set(ds.data_vars) >= {"U", "V", "S", "components_phase", "scores_amplitude"}
-    assert ds.V.dtype == np.complex128 and ds.V.dims == ("component", "y", "x")
+def test_saved_and_reopened_with_every_part(tmp_path):
+    """The saved form reads back (it was a Dataset nothing read): complex U and V,
+    reconstruct() with the mean and weights undone."""
+    w = xr.DataArray(np.linspace(0.5, 1.5, 6), dims="y")
+    res = xsvd.hilbert_eof(_field(m=30), 2, weights=w)
+    res.to_zarr(tmp_path / "h.zarr")
+    back = xsvd.open_result(tmp_path / "h.zarr")
+    assert type(back) is type(res) and back.V.dtype == np.complex128
+    assert back.V.dims == ("component", "y", "x")
+    for part in ("U", "S", "V"):
+        xr.testing.assert_identical(getattr(back, part), getattr(res, part))
+    xr.testing.assert_identical(back.reconstruct(), res.reconstruct())
+    xr.testing.assert_identical(back.components_phase(), res.components_phase())

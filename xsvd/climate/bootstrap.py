@@ -35,9 +35,10 @@ import xarray as xr
 from ..core import MissingValueError, backend, fix_signs
 from ..core.randomized.small import hstack, orth, orth_against, ritz
 from ..labeled.api import labeled_matrix
+from ..labeled.base import Result
 from ..labeled.layout import COMPONENT
 
-__all__ = ["bootstrap", "DEFAULT_BOOTSTRAP_POWER_ITER"]
+__all__ = ["bootstrap", "BootstrapResult", "DEFAULT_BOOTSTRAP_POWER_ITER"]
 
 #: Krylov iterations (reads of the data, less two) by default.
 DEFAULT_BOOTSTRAP_POWER_ITER = 4
@@ -168,7 +169,7 @@ def _check(name, value, low):
 def bootstrap(
     da: xr.DataArray,
     k: int,
-    n: int = 100,
+    n_replicates: int = 100,
     *,
     dim: Hashable | Sequence[Hashable] | None = None,
     seed: int | None = None,
@@ -179,10 +180,10 @@ def bootstrap(
     ci: float = 0.95,
     batch: int | None = None,
     keep_patterns: bool = False,
-) -> xr.Dataset:
+) -> BootstrapResult:
     """Bootstrap of the samples: how stable each EOF's variance and pattern are.
 
-    ``n`` replicates each draw the samples (``dim``) with replacement; each
+    ``n_replicates`` replicates each draw the samples (``dim``) with replacement; each
     is decomposed (re-centered on its own mean, with the same weights) and
     compared with the decomposition of the data: its explained variance
     ratios and the congruence of its patterns with the original's. The
@@ -194,8 +195,8 @@ def bootstrap(
         NumPy- or Dask-backed data; NaN only in features NaN at every sample.
     k : int
         Components compared.
-    n : int, default 100
-        Replicates.
+    n_replicates : int, default 100
+        Replicates (was ``n`` before version 0.2).
     dim : hashable or sequence, optional
         Sample dimension(s), resampled; default as :func:`xsvd.svd`.
     seed : int, optional
@@ -223,14 +224,16 @@ def bootstrap(
 
     Returns
     -------
-    xarray.Dataset
-        ``explained_variance_ratio``, ``singular_values`` and ``congruence``
-        (dims ``replicate, component``); ``counts`` (how often each sample
-        was drawn, dims ``replicate, *dim``); the original's
-        ``original_explained_variance_ratio``, ``original_singular_values``
-        and patterns ``V``; ``explained_variance_ratio_ci`` and
+    BootstrapResult
+        A result of the one family (:class:`xsvd.labeled.base.Result`):
+        ``U, S, V`` and ``explained_variance_ratio`` of the data themselves;
+        per replicate ``replicate_explained_variance_ratio``,
+        ``replicate_singular_values`` and ``congruence`` (dims ``replicate,
+        component``) and ``counts`` (how often each sample was drawn, dims
+        ``replicate, *dim``); ``explained_variance_ratio_ci`` and
         ``congruence_ci`` (dims ``component, bound``: lower, upper
-        percentiles). ``attrs["reads"]``: the reads of the data made.
+        percentiles); all of them together as the Dataset ``replicates``.
+        ``settings["reads"]``: the reads of the data made.
 
     Notes
     -----
@@ -250,14 +253,15 @@ def bootstrap(
     --------
     >>> import xsvd
     >>> sst = xsvd.datasets.climate_field(n_time=60, n_lat=10, n_lon=20, seed=0)
-    >>> boot = xsvd.bootstrap(sst, k=3, n=20, dim="time", seed=0)
+    >>> boot = xsvd.bootstrap(sst, k=3, n_replicates=20, dim="time", seed=0)
     >>> dict(boot.congruence.sizes)
     {'replicate': 20, 'component': 3}
     >>> bool(boot.congruence.isel(component=0).median() > 0.9)
     True
     """
     _check("k", k, 1)
-    _check("n", n, 1)
+    _check("n_replicates", n_replicates, 1)
+    n = n_replicates
     _check("n_power_iter", n_power_iter, 0)
     _check("n_oversamples", n_oversamples, 0)
     if batch is not None:
@@ -274,7 +278,7 @@ def bootstrap(
     l = min(k + n_oversamples, m)
     size = n if batch is None else batch
     reader = _Reader(a, w, (min(size, n) + 1) * l)
-    S, ss, dots, Vs = [], [], [], []
+    S, ss, dots, Vs, U0 = [], [], [], [], None
     for start in range(1, n + 1, size):
         # every batch decomposes the data too (column 0): the patterns to compare with
         C = np.concatenate([counts[:, :1], counts[:, start : start + size]], axis=1)
@@ -282,7 +286,7 @@ def bootstrap(
         if start == 1:
             S.append(out[0][:1])
             ss.append(out[1][:1])
-            original = out[2][0]
+            original, U0 = out[2][0], out[4]
             turn = np.ones(k)
         else:  # this batch's original may have other signs than the first's
             turn = np.where(
@@ -296,11 +300,13 @@ def bootstrap(
     S, ss = np.concatenate(S), np.concatenate(ss)
     dots = np.concatenate([np.ones((1, k)), *dots])
     ratio = np.where(ss[:, None] > 0, S**2 / np.where(ss > 0, ss, 1)[:, None], 0.0)
-    return _dataset(layout, counts, S, ratio, dots, original, Vs, ci, seed, reader.reads, locals())
+    ds = _dataset(layout, counts, S, ratio, dots, original, Vs, ci, seed, reader.reads, locals())
+    return BootstrapResult.from_replicates(ds)
 
 
 def _batch(reader, C, k, l, q, center, rng, keep):
-    """One batch of replicates: ``(S (B, k), ||B_c||^2 (B,), V, dots (B, k))``."""
+    """One batch of replicates: ``(S (B, k), ||B_c||^2 (B,), V, dots (B, k), U of the
+    data (m, k))``."""
     m, B = C.shape
     T = orth(rng.standard_normal((B, m, l)))
     bases, crosses, ss = [], [], None
@@ -324,7 +330,7 @@ def _batch(reader, C, k, l, q, center, rng, keep):
     parts = reader.gather(_patterns, C, U, S, center, keep)
     dots = sum(p[0] for p in parts)
     V = np.concatenate([p[1] for p in parts], axis=1)  # (B or 1) x features x k
-    return S, ss, V, dots
+    return S, ss, V, dots, U[0]
 
 
 def _dataset(layout, counts, S, ratio, dots, original, Vs, ci, seed, reads, opts) -> xr.Dataset:
@@ -337,6 +343,7 @@ def _dataset(layout, counts, S, ratio, dots, original, Vs, ci, seed, reads, opts
     _, fixed = fix_signs(np.zeros((1, k)), V0)  # xsvd's sign rule for the original patterns
     sign = np.where(np.all(fixed == V0, axis=0), 1.0, -1.0)
     V = layout.label_features(original * sign, "V", {"long_name": "patterns of the data"})
+    U = layout.label_samples(opts["U0"] * sign, "U", {"long_name": "scores of the data"})
     lo, hi = (1 - ci) / 2, (1 + ci) / 2
     congruence = np.abs(dots[1:])
 
@@ -362,6 +369,7 @@ def _dataset(layout, counts, S, ratio, dots, original, Vs, ci, seed, reads, opts
         "original_explained_variance_ratio": ((COMPONENT,), ratio[0]),
         "original_singular_values": ((COMPONENT,), S[0]),
         "V": V,
+        "U": U,
         "explained_variance_ratio_ci": interval(ratio[1:]),
         "congruence_ci": interval(congruence),
     }
@@ -374,6 +382,7 @@ def _dataset(layout, counts, S, ratio, dots, original, Vs, ci, seed, reads, opts
         )
     coords = {**rep, **comp, **sample_coords}
     coords.update({c: v for c, v in V.coords.items() if c not in coords})
+    coords.update({c: v for c, v in U.coords.items() if c not in coords})
     attrs = {
         "n_power_iter": opts["n_power_iter"],
         "n_oversamples": opts["n_oversamples"],
@@ -383,3 +392,134 @@ def _dataset(layout, counts, S, ratio, dots, original, Vs, ci, seed, reads, opts
         "reads": reads,
     }
     return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+#: ``bootstrap``'s per-replicate parts: their names in :attr:`BootstrapResult.replicates`.
+_REPLICATE_PARTS = {
+    "replicate_explained_variance_ratio": "explained_variance_ratio",
+    "replicate_singular_values": "singular_values",
+    "congruence": "congruence",
+    "counts": "counts",
+    "explained_variance_ratio_ci": "explained_variance_ratio_ci",
+    "congruence_ci": "congruence_ci",
+    "replicate_V": "replicate_V",
+}
+
+
+class BootstrapResult(Result):
+    """The result of :func:`xsvd.bootstrap`: the data's decomposition and its replicates.
+
+    ``U, S, V = res``, ``singular_values`` and ``explained_variance_ratio`` are
+    the decomposition of the data themselves (the first ``k`` components);
+    the replicates are ``replicate_singular_values``,
+    ``replicate_explained_variance_ratio`` and ``congruence`` (dims
+    ``replicate, component``), ``counts`` (each replicate's draws),
+    ``explained_variance_ratio_ci``, ``congruence_ci`` and, with
+    ``keep_patterns=True``, ``replicate_V``; ``replicates`` is all of them as
+    one Dataset. ``settings["reads"]`` counts the reads of the data. The
+    errors of the data's decomposition are not estimated (NaN).
+    """
+
+    RECONSTRUCT = "a bootstrap describes the spread of the components; use `xsvd.svd` to rebuild."
+    PROJECT = (
+        "a bootstrap describes the spread of the components; project with `xsvd.svd`'s result."
+    )
+    OPTIONAL_PARTS = ("replicate_V",)
+
+    def __init__(self, parts: dict, record: dict):
+        self._parts = dict(parts)
+        self._record = dict(record)
+        self.settings = dict(record["settings"])
+        self.method = "bootstrap"
+
+    @classmethod
+    def from_replicates(cls, ds: xr.Dataset) -> BootstrapResult:
+        """The result of the Dataset that :func:`bootstrap` assembles."""
+        parts = {"S": ds["original_singular_values"].rename("S"), "U": ds["U"], "V": ds["V"]}
+        parts["explained_variance_ratio"] = (
+            ds["original_explained_variance_ratio"]
+            .rename("explained_variance_ratio")
+            .assign_attrs(long_name="fraction of total variance explained", units="1")
+        )
+        for part, name in _REPLICATE_PARTS.items():
+            parts[part] = ds[name].rename(part) if name in ds else None
+        settings = {key: (None if v == "None" else v) for key, v in ds.attrs.items()}
+        settings["center"] = bool(settings["center"])
+        return cls(parts, {"settings": settings})
+
+    @classmethod
+    def from_state(cls, parts: dict, record: dict) -> BootstrapResult:
+        return cls(parts, record)
+
+    def state(self) -> tuple[dict, dict]:
+        return dict(self._parts), dict(self._record)
+
+    def __repr__(self) -> str:
+        return (
+            f"<xsvd.BootstrapResult: {self.k} components, "
+            f"{self._parts['congruence'].sizes[REPLICATE]} replicates, "
+            f"reads={self.settings['reads']}>"
+        )
+
+    @property
+    def U(self) -> xr.DataArray:
+        return self._parts["U"]
+
+    @property
+    def V(self) -> xr.DataArray:
+        return self._parts["V"]
+
+    @property
+    def singular_values(self) -> xr.DataArray:
+        return self._parts["S"]
+
+    S = singular_values
+
+    @property
+    def explained_variance_ratio(self) -> xr.DataArray:
+        return self._parts["explained_variance_ratio"]
+
+    def _part(self, name: str) -> xr.DataArray:
+        part = self._parts.get(name)
+        if part is None:
+            raise AttributeError(f"{name} is kept only with `bootstrap(..., keep_patterns=True)`.")
+        return part
+
+    replicate_explained_variance_ratio = property(
+        lambda self: self._part("replicate_explained_variance_ratio"),
+        doc="Each replicate's explained variance ratios (replicate x component).",
+    )
+    replicate_singular_values = property(
+        lambda self: self._part("replicate_singular_values"),
+        doc="Each replicate's singular values (replicate x component).",
+    )
+    congruence = property(
+        lambda self: self._part("congruence"),
+        doc="``|v . v_c|``: each replicate's pattern against the data's (replicate x component).",
+    )
+    counts = property(
+        lambda self: self._part("counts"), doc="How often each replicate drew each sample."
+    )
+    explained_variance_ratio_ci = property(
+        lambda self: self._part("explained_variance_ratio_ci"),
+        doc="Percentile intervals of the explained variance ratios (component x bound).",
+    )
+    congruence_ci = property(
+        lambda self: self._part("congruence_ci"),
+        doc="Percentile intervals of the congruences (component x bound).",
+    )
+    replicate_V = property(
+        lambda self: self._part("replicate_V"),
+        doc="Every replicate's patterns, signs matched to the data's (``keep_patterns=True``).",
+    )
+
+    @property
+    def replicates(self) -> xr.Dataset:
+        """The replicates' parts as one Dataset (as :func:`bootstrap` returned before 0.2)."""
+        return xr.Dataset(
+            {
+                name: self._parts[part].rename(name)
+                for part, name in _REPLICATE_PARTS.items()
+                if self._parts.get(part) is not None
+            }
+        )

@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..core import backend
+from ..core import backend, fix_signs
 from ..core.randomized.operator import operator_svd
+from ..labeled.base import Result, component_array, errors_from_part, errors_part, ratio
 from ..labeled.layout import COMPONENT
-from .fields import Field, errors_dataset, per_component, prepare_field
+from .fields import Field, prepare_field
 
 __all__ = ["extended_eof", "ExtendedEOFResult", "LAG"]
 
@@ -132,8 +133,7 @@ def extended_eof(
         E = emb.formed()
         U, S, Vt = np.linalg.svd(E, full_matrices=False)
         U, S, V = U[:, :k], S[:k], Vt[:k].T
-        sign = np.where((V.max(axis=0) + V.min(axis=0)) >= 0, 1.0, -1.0)
-        U, V = U * sign, V * sign
+        U, V = fix_signs(U, V)
         errors = np.zeros((k, 3))
     else:
         dtype = f.dtype
@@ -151,7 +151,9 @@ def extended_eof(
         )
         U, S, V, errors = res.U, res.S, res.V, res.errors
         settings.update(passes=res.passes, seed=seed, error_bounds=res.bounds)
-    return ExtendedEOFResult(f, emb, U, S, V, errors, settings)
+    settings["k"] = int(k)
+    parts = _labeled_parts(f, emb, np.asarray(U), np.asarray(S, np.float64), np.asarray(V), errors)
+    return ExtendedEOFResult(parts, {"settings": settings, "n_rows": emb.N})
 
 
 class Embedding:
@@ -227,73 +229,114 @@ def _window_sums(f: Field, R):
     return sums, squares
 
 
-class ExtendedEOFResult:
+class ExtendedEOFResult(Result):
     """The result of :func:`xsvd.extended_eof`: lagged patterns and their scores, labeled.
 
-    ``patterns`` (component, lag, feature dims; unit norm), ``scores`` (samples x
-    component, ``U S``, NaN where no complete embedded row starts),
-    ``singular_values``, ``explained_variance``, ``explained_variance_ratio``,
-    ``total_variance``, ``errors``, ``settings``.
+    ``U, S, V = res``: ``U`` the unit-norm scores over the samples (NaN where
+    no complete embedded row starts), ``S`` the singular values of the
+    centered, weighted embedded matrix, ``V`` the unit-norm ``patterns``
+    (component, lag, feature dims). Also ``scores`` (``U S``),
+    ``explained_variance`` (``S**2 / (N - 1)``), ``explained_variance_ratio``,
+    ``total_variance`` (the embedded matrix's sum of squares, as
+    :attr:`xsvd.SVDResult.total_variance`), ``errors``, ``settings`` and
+    everything every result has (:class:`xsvd.labeled.base.Result`).
     """
 
-    def __init__(self, field: Field, emb: Embedding, U, S, V, errors, settings):
-        self._f, self._emb = field, emb
-        self._U, self._S, self._V = np.asarray(U), np.asarray(S, np.float64), np.asarray(V)
-        self._errors = np.asarray(errors, np.float64)
-        self.settings = settings
+    RECONSTRUCT = (
+        "the components describe the embedded (lagged) matrix, whose rows overlap; "
+        "rebuilding the field from them (diagonal averaging, as in SSA) is not implemented."
+    )
+    PROJECT = "scores of new data would need their own embedding; run extended_eof on them."
+
+    def __init__(self, parts: dict, record: dict):
+        self._parts = dict(parts)
+        self._record = dict(record)
+        self.settings = dict(record["settings"])
+        self.method = self.settings["method"]
+
+    @classmethod
+    def from_state(cls, parts: dict, record: dict) -> ExtendedEOFResult:
+        return cls(parts, record)
+
+    def state(self) -> tuple[dict, dict]:
+        return dict(self._parts), dict(self._record)
 
     def __repr__(self) -> str:
         return (
-            f"<xsvd.ExtendedEOFResult: {self._S.size} components, embedding="
-            f"{self._emb.L}, tau={self._emb.tau}, features {self._f.layout.feature_dims}>"
+            f"<xsvd.ExtendedEOFResult: {self.k} components, embedding="
+            f"{self.settings['embedding']}, tau={self.settings['tau']}, features "
+            f"{self.V.dims[2:]}>"
         )
 
-    def _component(self, values, name: str, attrs: dict | None = None) -> xr.DataArray:
-        return per_component(self._f.layout, values, name, attrs)
+    @property
+    def n_rows(self) -> int:
+        """``N``: the embedded rows (samples less ``(embedding - 1) tau``)."""
+        return int(self._record["n_rows"])
 
     @property
     def singular_values(self) -> xr.DataArray:
         """Singular values of the centered, weighted embedded matrix."""
-        return self._component(self._S, "singular_values")
+        return self._parts["singular_values"]
+
+    S = singular_values
+
+    @property
+    def U(self) -> xr.DataArray:
+        """Unit-norm scores (samples x component), NaN at the last ``(embedding - 1) tau``."""
+        return self._parts["U"]
+
+    @property
+    def V(self) -> xr.DataArray:
+        """The unit-norm patterns, as :attr:`patterns`."""
+        return self._parts["patterns"]
+
+    def error_values(self):
+        return errors_from_part(self._parts.get("errors"))
 
     @property
     def explained_variance(self) -> xr.DataArray:
         """``S**2 / (N - 1)``, ``N`` the embedded rows."""
-        return self._component(self._S**2 / (self._emb.N - 1), "explained_variance")
+        out = self.singular_values**2 / (self.n_rows - 1)
+        return out.rename("explained_variance")
 
     @property
-    def total_variance(self) -> float:
-        """The embedded matrix's total sum of squares over ``N - 1``."""
-        return self._emb.total / (self._emb.N - 1)
+    def total_variance(self) -> xr.DataArray:
+        """The embedded matrix's total sum of squares (as :attr:`xsvd.SVDResult.total_variance`)."""
+        return self._parts["total_variance"]
 
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
         """Each component's share of the embedded matrix's total sum of squares."""
-        total = self._emb.total
-        ratio = self._S**2 / total if total > 0 else np.full(self._S.size, np.nan)
-        return self._component(ratio, "explained_variance_ratio", {"units": "1"})
+        out = self.singular_values.copy(data=ratio(self.singular_values, self.total_variance))
+        return out.rename("explained_variance_ratio").assign_attrs(units="1")
 
     @property
     def patterns(self) -> xr.DataArray:
         """Unit-norm patterns with a ``lag`` dimension (coordinate: ``j * tau`` samples)."""
-        f, L = self._f, self._emb.L
-        k, n = self._S.size, f.shape[1]
-        per_lag = self._V.reshape(L, n, k)
-        full = np.stack([f.full(per_lag[j]) for j in range(L)])  # L x features x k
-        labeled = [f.layout.label_features(full[j], "patterns") for j in range(L)]
-        lags = xr.DataArray(np.arange(L) * self._emb.tau, dims=(LAG,), name=LAG)
-        out = xr.concat(labeled, dim=lags).transpose(COMPONENT, LAG, ...)
-        return out.rename("patterns")
+        return self._parts["patterns"]
 
     @property
     def scores(self) -> xr.DataArray:
         """``U S`` over the samples (NaN at the last ``(embedding - 1) tau``)."""
-        T = self._f.shape[0]
-        full = np.full((T, self._S.size), np.nan)
-        full[: self._emb.N] = self._U * self._S
-        return self._f.layout.label_samples(full, "scores")
+        return (self.U * self.singular_values).rename("scores")
 
-    @property
-    def errors(self) -> xr.Dataset:
-        """Estimated errors per component, as :attr:`xsvd.SVDResult.errors` (0 for exact)."""
-        return errors_dataset(self._f.layout, self._errors, self._S, self.settings)
+
+def _labeled_parts(f: Field, emb: Embedding, U, S, V, errors) -> dict:
+    """The parts of an :class:`ExtendedEOFResult` from the solver's arrays."""
+    L = emb.L
+    k, n = S.size, f.shape[1]
+    per_lag = V.reshape(L, n, k)
+    full = np.stack([f.full(per_lag[j]) for j in range(L)])  # L x features x k
+    labeled = [f.layout.label_features(full[j], "patterns") for j in range(L)]
+    lags = xr.DataArray(np.arange(L) * emb.tau, dims=(LAG,), name=LAG)
+    patterns = xr.concat(labeled, dim=lags).transpose(COMPONENT, LAG, ...).rename("patterns")
+    scores = np.full((f.shape[0], k), np.nan)
+    scores[: emb.N] = U
+    S = component_array(S, "singular_values")
+    return {
+        "singular_values": S,
+        "U": f.layout.label_samples(scores, "U"),
+        "patterns": patterns,
+        "errors": errors_part(S, errors),
+        "total_variance": xr.DataArray(emb.total, name="total_variance"),
+    }

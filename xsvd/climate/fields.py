@@ -31,8 +31,6 @@ __all__ = [
     "prepare_field",
     "product",
     "cross_products",
-    "per_component",
-    "errors_dataset",
 ]
 
 #: Columns per block when a NumPy field is worked on a block at a time (~32 MiB of float64).
@@ -257,26 +255,3 @@ def _moments(a):
         v[present] = np.nanvar(x[:, present], axis=0)
         var[j : j + step] = np.where(present, v, np.nan)
     return nans, mean, var
-
-
-def per_component(layout: Layout, values, name: str, attrs: dict | None = None) -> xr.DataArray:
-    """``values`` (one per component) as a DataArray on the ``component`` coordinate."""
-    coords = layout.component_coord(len(values))
-    dim = next(iter(coords))
-    return xr.DataArray(values, dims=(dim,), coords=coords, name=name, attrs=attrs)
-
-
-def errors_dataset(layout: Layout, errors, S, settings: dict) -> xr.Dataset:
-    """Estimated errors per component, laid out as :attr:`xsvd.SVDResult.errors`:
-    ``S``, ``S_relative``, ``angle`` (radians) and ``residual``; ``attrs["error_bounds"]``
-    0 where the settings say they are rough estimates, not bounds."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = errors[:, 0] / S
-    data = {
-        "S": per_component(layout, errors[:, 0], "S"),
-        "S_relative": per_component(layout, rel, "S_relative"),
-        "angle": per_component(layout, errors[:, 1], "angle", {"units": "radian"}),
-        "residual": per_component(layout, errors[:, 2], "residual"),
-    }
-    bounds = settings.get("error_bounds", True)
-    return xr.Dataset(data, attrs={} if bounds else {"error_bounds": 0})

@@ -42,6 +42,7 @@ import xarray as xr
 
 from ..core import MissingValueError, backend, exact_svd, randomized_svd
 from ..labeled.api import choose_method, labeled_matrix
+from ..labeled.base import Result, component_array, errors_from_part, errors_part, ratio
 from ..labeled.layout import COMPONENT, Layout
 
 __all__ = ["hilbert_eof", "HilbertResult", "analytic_signal", "complex_phase_rule"]
@@ -155,7 +156,7 @@ def pairs_to_complex(UR, S, VR, m: int, n: int, k: int):
     return U, s[:k], V
 
 
-class HilbertResult:
+class HilbertResult(Result):
     """The Hilbert EOF of a field: complex ``U, S, V = res``, ``Z ~ U diag(S) V^H``.
 
     Attributes
@@ -169,39 +170,70 @@ class HilbertResult:
         NaN where the input is NaN at every sample.
     explained_variance_ratio : xarray.DataArray
         ``S**2 / ||Z||_F**2``: each component's share of the variance of the
-        analytic signal (the real and the imaginary part together).
+        analytic signal (the real and the imaginary part together); NaN where
+        that is 0.
     method : {"exact", "compressed"}
     settings : dict
+
+    Also everything every result has (:class:`xsvd.labeled.base.Result`).
     """
 
-    def __init__(self, U, S, V, total_ss, layout: Layout, method: str, settings: dict):
-        name = layout.name if layout.name is not None else "data"
-        self._layout = layout
-        self.method = method
-        self.settings = dict(settings)
-        self.n_samples = layout.n_samples
-        self.U = layout.label_samples(U, "U", {"long_name": f"complex scores of {name}"})
-        self.V = layout.label_features(V, "V", {"long_name": f"complex patterns of {name}"})
-        coord = layout.component_coord(S.shape[0])
-        self.S = xr.DataArray(S, dims=(COMPONENT,), coords=coord, name="S")
-        ratio = S**2 / total_ss if total_ss > 0 else np.zeros_like(S)
-        self.explained_variance_ratio = xr.DataArray(
-            ratio, dims=(COMPONENT,), coords=coord, name="explained_variance_ratio"
-        )
+    PROJECT = (
+        "scores of new samples would need the analytic signal of the new data over the "
+        "whole record (the Hilbert transform is not local in time); decompose the longer "
+        "record instead."
+    )
 
-    def __iter__(self):
-        return iter((self.U, self.S, self.V))
+    def __init__(self, parts: dict, record: dict):
+        self._parts = dict(parts)
+        self._record = dict(record)
+        self.settings = dict(record["settings"])
+        self.method = record["method"]
+        self.n_samples = int(record["n_samples"])
 
-    def __len__(self) -> int:
-        return 3
+    @classmethod
+    def from_state(cls, parts: dict, record: dict) -> HilbertResult:
+        return cls(parts, record)
+
+    def state(self) -> tuple[dict, dict]:
+        return dict(self._parts), dict(self._record)
 
     def __repr__(self) -> str:
-        L = self._layout
+        sizes = dict(self.U.sizes)
+        samples = {d: sizes[d] for d in self.U.dims if d != COMPONENT}
+        features = {d: self.V.sizes[d] for d in self.V.dims if d != COMPONENT}
         return (
-            f"<xsvd.HilbertResult: method={self.method!r}, k={self.S.sizes[COMPONENT]}, "
-            f"samples={dict((d, L.sizes[d]) for d in L.sample_dims)}, "
-            f"features={dict((d, L.sizes[d]) for d in L.feature_dims)}>"
+            f"<xsvd.HilbertResult: method={self.method!r}, k={self.k}, "
+            f"samples={samples}, features={features}>"
         )
+
+    @property
+    def U(self) -> xr.DataArray:
+        return self._parts["U"]
+
+    @property
+    def V(self) -> xr.DataArray:
+        return self._parts["V"]
+
+    @property
+    def singular_values(self) -> xr.DataArray:
+        return self._parts["S"]
+
+    S = singular_values
+
+    def error_values(self):
+        return errors_from_part(self._parts.get("errors"))
+
+    @property
+    def total_variance(self) -> xr.DataArray:
+        """``||Z||_F**2``, the sum of squares of the analytic signal of the centered,
+        weighted data (its real part's is half of it, for a long record)."""
+        return self._parts["total_variance"]
+
+    @property
+    def explained_variance_ratio(self) -> xr.DataArray:
+        out = self.S.copy(data=ratio(self.S, self.total_variance))
+        return out.rename("explained_variance_ratio").assign_attrs(units="1")
 
     def eigenvalues(self, *, ddof: int = 1) -> xr.DataArray:
         """``S**2 / (n - ddof)``: xeofs' ``explained_variance()`` (``ddof=1``)."""
@@ -233,28 +265,33 @@ class HilbertResult:
         """``angle(U)`` in radians (-pi, pi]: each component's phase in time."""
         return xr.apply_ufunc(np.angle, self.U).rename("scores_phase")
 
-    def reconstruct(self) -> xr.DataArray:
-        """``Re(U diag(S) V^H)``: the (centered, weighted) field the components describe."""
-        L = self._layout
-        U = L.samples_values(self.U)
-        V = L.features_values(self.V)
-        return L.label_full((U * self.S.values) @ V.conj().T).real
+    def reconstruct(self, k: int | None = None) -> xr.DataArray:
+        """The field that the first ``k`` components describe, ``Re(U diag(S) V^H)``, with
+        the weights, the standardization and the mean undone (features of weight 0 and
+        all-NaN features NaN), labeled like the input.
+
+        Parameters
+        ----------
+        k : int, optional
+            Use only the first ``k`` components (default: all that were computed).
+        """
+        k = self._check_k(k)
+        sel = {COMPONENT: slice(0, k)}
+        U, S, V = self.U.isel(sel), self.S.isel(sel), self.V.isel(sel)
+        X = xr.dot(U * S, np.conj(V), dim=COMPONENT).real
+        scale = self._parts.get("scale")
+        if scale is not None:  # weights over standard deviations: divided out
+            X = X / scale.where(scale != 0)
+        mean = self._parts.get("mean")
+        if mean is not None:
+            X = X + mean
+        dims = [*self.U.dims[:-1], *self.V.dims[1:]]
+        return X.transpose(*dims).rename(self._record.get("name"))
 
     def to_dataset(self) -> xr.Dataset:
-        """Every part as one Dataset (complex ``U``, ``V``; amplitudes and phases)."""
-        return xr.Dataset(
-            {
-                "U": self.U,
-                "S": self.S,
-                "V": self.V,
-                "explained_variance_ratio": self.explained_variance_ratio,
-                "components_amplitude": self.components_amplitude(),
-                "components_phase": self.components_phase(),
-                "scores_amplitude": self.scores_amplitude(),
-                "scores_phase": self.scores_phase(),
-            },
-            attrs={"method": self.method},
-        )
+        """The saved form (:class:`~xsvd.labeled.base.Result`; complex parts as their real
+        and imaginary parts)."""
+        return super().to_dataset()
 
 
 def hilbert_eof(
@@ -381,12 +418,47 @@ def hilbert_eof(
         settings["decay_factor"] = decay_factor
     if method == "exact" and not backend.is_dask(a):
         U, S, V, total = _exact_in_memory(backend.to_numpy(a), w, k, kw)
+        errors = np.zeros((S.shape[0], 3))
     else:
         Z = _analytic_dask(a, w, kw) if backend.is_dask(a) else _prepared_block(a, w, **kw)
-        U, S, V, total, solved = _via_real_form(Z, m, n, k, method, compressed_options)
+        U, S, V, total, solved, errors = _via_real_form(Z, m, n, k, method, compressed_options)
         settings.update({key: v for key, v in solved.items() if key not in settings})
     U, V = complex_phase_rule(U, V)
-    return HilbertResult(U, S, V, total, layout, method, settings)
+    settings["k"] = int(S.shape[0])
+    name = layout.name if layout.name is not None else "data"
+    S = component_array(S, "S", {"long_name": f"singular values of {name}"})
+    parts = {
+        "U": layout.label_samples(U, "U", {"long_name": f"complex scores of {name}"}),
+        "S": S,
+        "V": layout.label_features(V, "V", {"long_name": f"complex patterns of {name}"}),
+        "errors": errors_part(S, errors),
+        "total_variance": xr.DataArray(float(total), name="total_variance"),
+        **_undo(layout, a, w, center=center, standardize=standardize),
+    }
+    record = {"settings": settings, "method": method, "n_samples": m, "name": layout.name}
+    return HilbertResult(parts, record)
+
+
+def _undo(layout: Layout, a, w, *, center: bool, standardize: bool) -> dict:
+    """The per-feature mean and scale (weights over standard deviations) that
+    :meth:`HilbertResult.reconstruct` undoes, labeled (NaN at all-NaN features)."""
+    parts = {}
+    x = backend.astype(a, np.float64)
+    stats = {"mean": x.mean(axis=0)} if center else {}
+    if standardize:
+        stats["std"] = x.std(axis=0)
+    if backend.is_dask(a):
+        stats = dict(zip(stats, backend.compute(*stats.values()), strict=True))
+    stats = {key: np.asarray(backend.to_numpy(v), dtype=np.float64) for key, v in stats.items()}
+    mean, std = stats.get("mean"), stats.get("std")
+    if mean is not None:
+        parts["mean"] = layout.label_feature_vector(mean, "mean")
+    scale = np.ones(layout.n_features) if w is None else np.asarray(backend.to_numpy(w), float)
+    if std is not None:
+        scale = np.where(std > 0, scale / np.where(std > 0, std, 1.0), 0.0)
+    if w is not None or std is not None:
+        parts["scale"] = layout.label_feature_vector(scale, "scale")
+    return parts
 
 
 def _exact_in_memory(a, w, k, kw):
@@ -434,4 +506,9 @@ def _via_real_form(Z, m, n, k, method, options):
     r = min(m, n - int(np.isnan(VR[:n]).any(axis=1).sum())) if k is None else k
     U, S, V = pairs_to_complex(UR, SR, VR, m, n, r)
     total = float(backend.to_numpy(d.total_ss)) / 2
-    return U, S, V, total, d.settings
+    # each complex triplet is a pair of real ones: the larger of the pair's estimates
+    errors = None
+    if d.errors is not None:
+        e = np.asarray(backend.to_numpy(d.errors), dtype=np.float64)[: 2 * r]
+        errors = np.maximum(e[0::2], e[1::2]) if e.shape[0] == 2 * r else None
+    return U, S, V, total, d.settings, errors

@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..core import backend
+from ..core import backend, fix_signs
 from ..core.randomized.operator import fused_operator_svd
-from .fields import Field, cross_products, errors_dataset, per_component, prepare_field
+from ..labeled.base import Result, component_array, errors_from_part, errors_part, ratio
+from .fields import Field, cross_products, prepare_field
 
 __all__ = ["mca", "MCAResult", "METHODS"]
 
@@ -162,8 +163,7 @@ def mca(
         C = cross_covariance(fl, fr)
         P, S, Qt = np.linalg.svd(C, full_matrices=False)
         P, S, Q = P[:, :k], S[:k], Qt[:k].T
-        sign = np.where((Q.max(axis=0) + Q.min(axis=0)) >= 0, 1.0, -1.0)
-        P, Q = P * sign, Q * sign
+        P, Q = fix_signs(P, Q)
         errors = np.zeros((k, 3))
         total = float((np.linalg.svd(C, compute_uv=False) ** 2).sum())
     else:
@@ -189,8 +189,20 @@ def mca(
         settings.update(
             passes=res.passes, n_oversamples=n_oversamples, seed=seed, error_bounds=res.bounds
         )
-    scores = (fl.times(P), fr.times(Q))
-    return MCAResult(fl, fr, P, S, Q, scores, errors, total, settings)
+    settings["k"] = k
+    S = component_array(S, "singular_values", {"long_name": "singular values"})
+    parts = {
+        "singular_values": S,
+        "left_patterns": fl.layout.label_features(fl.full(P), "left_patterns"),
+        "right_patterns": fr.layout.label_features(fr.full(Q), "right_patterns"),
+        "left_scores": fl.layout.label_samples(fl.times(P), "left_scores"),
+        "right_scores": fr.layout.label_samples(fr.times(Q), "right_scores"),
+        "errors": errors_part(S, errors),
+    }
+    if total is not None:
+        parts["total"] = xr.DataArray(total, name="total_squared_covariance")
+    record = {"settings": settings, "n_samples": n}
+    return MCAResult(parts, record, (fl, fr))
 
 
 def _check_samples(left, right, fl: Field, fr: Field) -> None:
@@ -265,113 +277,181 @@ def _gram(f: Field) -> np.ndarray:
     return G
 
 
-class MCAResult:
+#: MCA's parts of each field: saved with the field's own coordinates (the grids may differ).
+_SIDES = {
+    f"{side}_{what}": side
+    for side in ("left", "right")
+    for what in ("patterns", "scores", "homogeneous", "heterogeneous")
+}
+
+
+class MCAResult(Result):
     """The result of :func:`xsvd.mca`: coupled patterns of two fields, labeled.
 
-    Attributes and methods: ``singular_values``, ``squared_covariance_fraction``,
-    ``total_squared_covariance``, ``left_patterns``, ``right_patterns``,
-    ``left_scores``, ``right_scores``, ``homogeneous_maps()``,
-    ``heterogeneous_maps()``, ``errors``, ``settings``. Components are
-    selected by position (``.isel(component=0)`` is the leading mode).
+    ``U, S, V = res`` are the SVD of the cross-covariance ``C = P diag(S) Q^T``:
+    ``U`` the left patterns ``P``, ``S`` the singular values (covariances), ``V``
+    the right patterns ``Q`` (each ``(component, *features)``).
+    ``explained_variance_ratio`` is the squared covariance fraction
+    ``S**2 / ||C||_F**2``. Also ``left_scores``, ``right_scores``,
+    ``homogeneous_maps()``, ``heterogeneous_maps()``, ``errors``, ``settings``
+    and everything every result has (:class:`xsvd.labeled.base.Result`).
+    Components are selected by position (``.isel(component=0)`` is the
+    leading mode).
     """
 
-    def __init__(self, fl, fr, P, S, Q, scores, errors, total, settings):
-        self._fl, self._fr = fl, fr
-        self._P, self._Q = np.asarray(P), np.asarray(Q)
-        self._S = np.asarray(S, dtype=np.float64)
-        self._scores = scores
-        self._errors = np.asarray(errors, dtype=np.float64)
-        self._total = total
-        self._maps = None
-        self.settings = settings
+    GROUPS = _SIDES
+    RECONSTRUCT = (
+        "MCA decomposes the cross-covariance of two fields, not a field; decompose each "
+        "field with `xsvd.svd` to rebuild it."
+    )
+    PROJECT = (
+        "scores of new data are each field's centered, weighted data times its patterns; "
+        "run `xsvd.mca` on the data that include the new samples."
+    )
+
+    def __init__(self, parts: dict, record: dict, fields: tuple | None = None):
+        self._parts = dict(parts)
+        self._record = dict(record)
+        self._fields = fields
+        self.settings = dict(record["settings"])
+        self.method = self.settings["method"]
+
+    @classmethod
+    def from_state(cls, parts: dict, record: dict) -> MCAResult:
+        return cls(parts, record)
+
+    def state(self) -> tuple[dict, dict]:
+        return dict(self._parts), dict(self._record)
+
+    def _again(self, parts: dict, record: dict) -> MCAResult:
+        return MCAResult(parts, record, self._fields)
 
     def __repr__(self) -> str:
-        k = self._S.size
+        left, right = (self._parts[f"{s}_patterns"].dims[1:] for s in ("left", "right"))
         return (
-            f"<xsvd.MCAResult: {k} modes, left features {self._fl.layout.feature_dims}, "
-            f"right features {self._fr.layout.feature_dims}, method={self.settings['method']!r}>"
+            f"<xsvd.MCAResult: {self.k} modes, left features {left}, right features "
+            f"{right}, method={self.method!r}>"
         )
 
     @property
-    def k(self) -> int:
-        return int(self._S.size)
-
-    @property
     def n_samples(self) -> int:
-        return int(self._fl.shape[0])
-
-    def _component(self, values, name: str, attrs: dict | None = None) -> xr.DataArray:
-        return per_component(self._fl.layout, values, name, attrs)
+        return int(self._record["n_samples"])
 
     @property
     def singular_values(self) -> xr.DataArray:
         """The covariances of the modes' scores: singular values of ``C`` (with 1/(n-1))."""
-        return self._component(self._S, "singular_values", {"long_name": "singular values"})
+        return self._parts["singular_values"]
+
+    @property
+    def S(self) -> xr.DataArray:
+        """The singular values of ``C`` (as :attr:`singular_values`)."""
+        return self.singular_values
+
+    @property
+    def U(self) -> xr.DataArray:
+        """The left patterns ``P`` (as :attr:`left_patterns`)."""
+        return self.left_patterns
+
+    @property
+    def V(self) -> xr.DataArray:
+        """The right patterns ``Q`` (as :attr:`right_patterns`)."""
+        return self.right_patterns
+
+    def error_values(self):
+        return errors_from_part(self._parts.get("errors"))
 
     @property
     def total_squared_covariance(self) -> float:
         """``||C||_F**2``, the sum of all squared singular values (computed on first use)."""
-        if self._total is None:
-            self._total = total_squared_covariance(self._fl, self._fr)
-        return self._total
+        if self._parts.get("total") is None:
+            if self._fields is None:
+                raise ValueError(_NO_FIELDS.format(what="the total squared covariance"))
+            value = total_squared_covariance(*self._fields)
+            self._parts["total"] = xr.DataArray(value, name="total_squared_covariance")
+        return float(self._parts["total"])
 
     @property
     def squared_covariance_fraction(self) -> xr.DataArray:
         """Each mode's share of the squared covariance, ``S**2 / ||C||_F**2``."""
-        total = self.total_squared_covariance
-        frac = self._S**2 / total if total > 0 else np.full(self.k, np.nan)
+        frac = ratio(self.singular_values.values, self.total_squared_covariance)
         attrs = {"long_name": "squared covariance fraction", "units": "1"}
-        return self._component(frac, "squared_covariance_fraction", attrs)
+        return (
+            self.singular_values.copy(data=frac)
+            .rename("squared_covariance_fraction")
+            .assign_attrs(attrs)
+        )
+
+    @property
+    def explained_variance_ratio(self) -> xr.DataArray:
+        """MCA's analogue: the :attr:`squared_covariance_fraction`."""
+        return self.squared_covariance_fraction
 
     @property
     def left_patterns(self) -> xr.DataArray:
         """Unit-norm patterns of the left field (in the weighted space), NaN where left out."""
-        return self._fl.layout.label_features(self._fl.full(self._P), "left_patterns")
+        return self._parts["left_patterns"]
 
     @property
     def right_patterns(self) -> xr.DataArray:
         """Unit-norm patterns of the right field (in the weighted space)."""
-        return self._fr.layout.label_features(self._fr.full(self._Q), "right_patterns")
+        return self._parts["right_patterns"]
 
     @property
     def left_scores(self) -> xr.DataArray:
         """Expansion coefficients of the left field: its centered, weighted data times its
         patterns (samples x component)."""
-        return self._fl.layout.label_samples(self._scores[0], "left_scores")
+        return self._parts["left_scores"]
 
     @property
     def right_scores(self) -> xr.DataArray:
         """Expansion coefficients of the right field (samples x component)."""
-        return self._fr.layout.label_samples(self._scores[1], "right_scores")
+        return self._parts["right_scores"]
 
-    def _correlations(self):
-        if self._maps is None:  # one read of each field gives both kinds of maps
-            both = np.concatenate(self._scores, axis=1)
-            self._maps = (self._fl.correlations(both), self._fr.correlations(both))
-        return self._maps
-
-    def _map_pair(self, left_cols, right_cols, kind: str):
-        ml, mr = self._correlations()
-        attrs = {"long_name": f"{kind} correlation map", "units": "1"}
-        out_l = self._fl.layout.label_features(self._fl.full(ml[:, left_cols]), f"left_{kind}")
-        out_r = self._fr.layout.label_features(self._fr.full(mr[:, right_cols]), f"right_{kind}")
-        out_l.attrs, out_r.attrs = attrs, dict(attrs)
-        return out_l, out_r
+    def _maps(self):
+        names = [
+            f"{s}_{kind}" for s in ("left", "right") for kind in ("homogeneous", "heterogeneous")
+        ]
+        if any(self._parts.get(n) is None for n in names):  # one read of each field: all four
+            if self._fields is None:
+                raise ValueError(_NO_FIELDS.format(what="the correlation maps"))
+            fl, fr = self._fields
+            k = self.k
+            scores = [backend.to_numpy(x.values) for x in (self.left_scores, self.right_scores)]
+            both = np.concatenate(scores, axis=1)
+            ml, mr = fl.correlations(both), fr.correlations(both)
+            attrs = {"units": "1"}
+            for f, m, side, own, other in (
+                (fl, ml, "left", slice(0, k), slice(k, 2 * k)),
+                (fr, mr, "right", slice(k, 2 * k), slice(0, k)),
+            ):
+                for kind, cols in (("homogeneous", own), ("heterogeneous", other)):
+                    out = f.layout.label_features(f.full(m[:, cols]), f"{side}_{kind}")
+                    out.attrs = {"long_name": f"{kind} correlation map", **attrs}
+                    self._parts[f"{side}_{kind}"] = out
+        return self._parts
 
     def homogeneous_maps(self) -> tuple[xr.DataArray, xr.DataArray]:
         """``(left, right)``: each field correlated with its own scores, per mode."""
-        k = self.k
-        return self._map_pair(slice(0, k), slice(k, 2 * k), "homogeneous")
+        parts = self._maps()
+        return parts["left_homogeneous"], parts["right_homogeneous"]
 
     def heterogeneous_maps(self) -> tuple[xr.DataArray, xr.DataArray]:
         """``(left, right)``: the left field correlated with the right scores, and the
         right field with the left scores, per mode."""
-        k = self.k
-        return self._map_pair(slice(k, 2 * k), slice(0, k), "heterogeneous")
+        parts = self._maps()
+        return parts["left_heterogeneous"], parts["right_heterogeneous"]
 
-    @property
-    def errors(self) -> xr.Dataset:
-        """Estimated errors per mode (zero for ``method="exact"``), as
-        :attr:`xsvd.SVDResult.errors`: ``S``, ``S_relative``, ``angle`` (radians, of both
-        patterns) and ``residual``; ``attrs["error_bounds"]`` 0 where they are rough."""
-        return errors_dataset(self._fl.layout, self._errors, self._S, self.settings)
+    def to_dataset(self) -> xr.Dataset:
+        """The saved form (:class:`~xsvd.labeled.base.Result`), with the total squared
+        covariance (computed first where not yet known: one read of each field) and the
+        correlation maps where they were computed."""
+        if self._fields is not None:
+            _ = self.total_squared_covariance
+        return super().to_dataset()
+
+
+_NO_FIELDS = (
+    "{what} of an MCA need the two fields, which a result reopened from a store no longer "
+    "holds. Compute them before saving (e.g. "
+    "`res.homogeneous_maps()`), or run `xsvd.mca` again."
+)

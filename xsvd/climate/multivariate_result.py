@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
-from ..labeled.layout import COMPONENT
+from ..labeled.base import Result
+from ..labeled.layout import COMPONENT, describe_layout, layout_from_description
 
 if TYPE_CHECKING:
     from ..labeled.result import SVDResult
@@ -28,7 +29,7 @@ __all__ = ["MultivariateResult", "FEATURE"]
 FEATURE = "stacked_feature"
 
 
-class MultivariateResult:
+class MultivariateResult(Result):
     """Labeled multivariate (combined) SVD of several fields: ``U, S, V = res``.
 
     The variables' (centered, weighted) matrices side by side,
@@ -107,6 +108,38 @@ class MultivariateResult:
     def _with(self, result: SVDResult) -> MultivariateResult:
         return MultivariateResult(result, self._stack, scales=self._scales)
 
+    # --------------------------------------------------------- saved form
+    def group_of(self, part: str) -> str:
+        return part  # each variable's patterns on its own grid (dim names may be shared)
+
+    def state(self) -> tuple[dict, dict]:
+        names = self._stack.names
+        parts: dict = {"combined": self._result}
+        parts.update({f"V{i}": self.V[name] for i, name in enumerate(names)})
+        record = {
+            "names": [str(n) for n in names],
+            "layouts": [describe_layout(self._stack.layouts[n]) for n in names],
+            "scales": None if self._scales is None else [self._scales[n] for n in names],
+        }
+        return parts, record
+
+    @classmethod
+    def from_state(cls, parts: dict, record: dict) -> MultivariateResult:
+        from .multivariate import Stacked
+
+        combined = parts["combined"]
+        names = tuple(record["names"])
+        layouts = {}
+        for i, (name, description) in enumerate(zip(names, record["layouts"], strict=True)):
+            labels = xr.merge([combined.U.rename("U"), parts[f"V{i}"].rename("V")])
+            layouts[name] = layout_from_description(description, labels)
+        sizes = [layouts[n].n_features for n in names]
+        offsets = tuple(np.cumsum([0, *sizes])[:-1].tolist())
+        stack = Stacked(names, layouts, offsets, combined.layout)
+        scales = record.get("scales")
+        scales = None if scales is None else dict(zip(names, scales, strict=True))
+        return cls(combined, stack, scales=scales)
+
     # ------------------------------------------------------ public interface
     @property
     def result(self) -> SVDResult:
@@ -137,6 +170,9 @@ class MultivariateResult:
     def singular_values(self) -> xr.DataArray:
         """``S`` as plain numbers."""
         return self._result.singular_values
+
+    def error_values(self):
+        return self._result.decomposition.errors
 
     # ------------------------------------------------------------ dask
     def compute(self, *, progress: bool = False, **kwargs) -> MultivariateResult:

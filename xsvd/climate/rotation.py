@@ -54,6 +54,7 @@ import xarray as xr
 from ..core import backend
 from ..labeled import statistics
 from ..labeled import units as _units
+from ..labeled.base import Result, ratio
 from ..labeled.layout import COMPONENT, component_labels
 
 __all__ = ["RotatedResult", "rotate", "varimax", "promax"]
@@ -64,7 +65,7 @@ UNROTATED = "unrotated"
 METHODS = ("varimax", "promax")
 
 
-class RotatedResult(statistics.StatisticsMethods):
+class RotatedResult(Result, statistics.StatisticsMethods):
     """Rotated components of an :class:`~xsvd.SVDResult` (``res.rotate(n)``).
 
     Labeled like the result it comes from, with the same statistics methods
@@ -128,6 +129,44 @@ class RotatedResult(statistics.StatisticsMethods):
             attrs={"long_name": "correlation of the rotated PCs"},
         )
 
+    PROJECT = None  # defined below
+
+    @classmethod
+    def from_state(cls, parts: dict, record: dict) -> RotatedResult:
+        T = np.asarray(parts["rotation_matrix"].values, dtype=np.float64)
+        S = np.asarray(backend.to_numpy(parts["S"].data), dtype=np.float64)
+        return cls(
+            parts["base"], parts["U"], S, parts["V"], T, record["total_ss"], record["settings"]
+        )
+
+    def state(self) -> tuple[dict, dict]:
+        parts = {
+            "base": self._base,
+            "U": self.U,
+            "S": self._S,
+            "V": self.V,
+            "rotation_matrix": self.rotation_matrix,
+        }
+        return parts, {"settings": dict(self.settings), "total_ss": self._total_ss}
+
+    @property
+    def unrotated(self):
+        """The result whose components were rotated."""
+        return self._base
+
+    def reconstruct(self, k: int | None = None) -> xr.DataArray:
+        """The rank-``n`` approximation: rotation keeps the span of the ``n`` rotated
+        components, so this is the unrotated result's ``reconstruct(n)``; ``k`` may only be
+        ``n`` (fewer rotated components span no unrotated approximation)."""
+        n = self.k
+        if k is not None and k != n:
+            raise ValueError(
+                f"k={k!r}: the {n} rotated components together span the first {n} unrotated "
+                f"ones, fewer of them no rank-k approximation of the data; use "
+                f"`res.unrotated.reconstruct({k})` for the first {k} unrotated components."
+            )
+        return self._base.reconstruct(n)
+
     def __repr__(self) -> str:
         L = self._base.layout
         power = f", power={self.settings['power']}" if self.method == "promax" else ""
@@ -182,17 +221,10 @@ class RotatedResult(statistics.StatisticsMethods):
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
         """Each rotated component's share of the total variance, ``S**2 / ||B||_F**2``."""
-        out = self._S**2 / self._total_ss
+        out = self._S.copy(data=ratio(self._S, self._total_ss))
         out.name = "explained_variance_ratio"
         out.attrs = {"long_name": "fraction of total variance explained", "units": "1"}
         return out
-
-    @property
-    def plot(self):
-        """Plots of the rotated components; see :class:`xsvd.plot.ResultPlotter`."""
-        from ..plot import ResultPlotter
-
-        return ResultPlotter(self)
 
     def project(self, other: xr.DataArray) -> xr.DataArray:
         """Rotated scores of new data, on the scale of ``U`` (projecting the data gives ``U``)."""

@@ -57,15 +57,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
 
 from ..core import Decomposition, backend
 from ..labeled import units
-from ..labeled.dims import cftime_calendar
-from ..labeled.layout import COMPONENT, Layout
+from ..labeled.layout import describe_layout, jsonable, layout_from_description
 from . import contents
 from .errors import StoreReadError
 from .netcdf import is_netcdf, read_netcdf
@@ -92,6 +91,12 @@ def result_to_dataset(res: SVDResult) -> xr.Dataset:
     and are recorded in ``xsvd_units``. A lazy result is computed first: the
     record of the contents (``xsvd_contents``) holds checksums of the values.
     """
+    from ..labeled.result import SVDResult
+
+    if not isinstance(res, SVDResult):  # every other result: its parts (xsvd.io.parts)
+        from .parts import parts_to_dataset
+
+        return parts_to_dataset(res, version=FORMAT)
     if res.decomposition.lazy_parts():
         res = res.compute()
     layout, d = res.layout, res.decomposition
@@ -113,6 +118,7 @@ def result_to_dataset(res: SVDResult) -> xr.Dataset:
     ds = xr.Dataset(data)
     ds.attrs = {
         "xsvd_format": FORMAT,
+        "xsvd_result": "SVDResult",
         "xsvd_method": res.method,
         "xsvd_layout": json.dumps(describe_layout(layout)),
         "xsvd_settings": json.dumps(jsonable(res.settings)),
@@ -165,6 +171,10 @@ def result_from_dataset(ds: xr.Dataset, *, explain=None) -> SVDResult:
         def explain(name):
             return contents.missing_chunks(path, None, name)
 
+    if ds.attrs.get("xsvd_result", "SVDResult") != "SVDResult":  # xsvd.io.parts' form
+        from .parts import parts_from_dataset
+
+        return parts_from_dataset(ds, source=source, explain=explain)
     ds = ds.load()
     if int(version) >= 4:
         if "xsvd_contents" not in ds.attrs:
@@ -224,7 +234,7 @@ def write_result(res: SVDResult, path: str | os.PathLike, *, mode: str = "w-") -
     Computing before writing keeps the write itself short, and a failed
     computation leaves nothing on disk.
     """
-    write_store(result_to_dataset(res.as_numpy().compute()), path, mode=mode)
+    write_store(res.as_numpy().compute().to_dataset(), path, mode=mode)
 
 
 def open_result(path: str | os.PathLike, *, storage_options: dict | None = None) -> SVDResult:
@@ -296,84 +306,3 @@ def open_result(path: str | os.PathLike, *, storage_options: dict | None = None)
         )
     ds.encoding["source"] = text
     return result_from_dataset(ds, explain=explain)
-
-
-# ------------------------------------------------------------ the layout
-def describe_layout(layout: Layout) -> dict:
-    """What, besides the coordinates, restores this layout: JSON-able values.
-
-    ``cftime`` maps each coordinate of cftime dates to its calendar: a store
-    decodes dates of the standard calendar as ``datetime64``, and
-    :func:`layout_from_description` turns them back.
-    """
-    out = {
-        "name": None if layout.name is None else str(layout.name),
-        "dims": [str(d) for d in layout.dims],
-        "sample_dims": [str(d) for d in layout.sample_dims],
-        "input_attrs": jsonable(layout.attrs),
-    }
-    calendars = {str(k): c for k, v in layout.coords.items() if (c := cftime_calendar(v))}
-    if calendars:
-        out["cftime"] = calendars
-    return out
-
-
-def layout_from_description(description: dict, ds: xr.Dataset) -> Layout:
-    """The layout of a saved result: ``description`` plus the sizes and coords of ``ds``."""
-    dims = tuple(description["dims"])
-    sample_dims = tuple(description["sample_dims"])
-    coords = {k: v.variable for k, v in ds.coords.items() if COMPONENT not in v.dims}
-    for name, calendar in (description.get("cftime") or {}).items():
-        if name in coords:
-            coords[name] = as_cftime(coords[name], calendar)
-    return Layout(
-        name=description["name"],
-        dims=dims,
-        sample_dims=sample_dims,
-        feature_dims=tuple(d for d in dims if d not in sample_dims),
-        sizes={d: ds.sizes[d] for d in dims},
-        coords=coords,
-        attrs=dict(description["input_attrs"]),
-    )
-
-
-def jsonable(obj: Any):
-    """``obj`` with NumPy scalars and arrays as plain Python, anything else unknown as text."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if obj is None or isinstance(obj, bool | int | float | str):
-        return obj
-    return str(obj)
-
-
-def as_cftime(var: xr.Variable, calendar: str) -> xr.Variable:
-    """``var``'s datetime64 values as cftime dates of ``calendar`` (other values unchanged).
-
-    A store decodes dates of the standard calendar as datetime64 unless told
-    otherwise; this undoes that, to the microsecond (cftime's resolution).
-    Without cftime installed, the dates stay datetime64.
-    """
-    if var.dtype.kind != "M":
-        return var
-    try:
-        import cftime
-    except ImportError:
-        return var
-    values = var.values
-    if np.isnat(values).any():  # cftime has no "not a time"
-        return var
-    micro = values.astype("datetime64[us]").astype(np.int64)
-    dates = cftime.num2date(
-        micro.ravel(),
-        "microseconds since 1970-01-01",
-        calendar=calendar,
-        only_use_cftime_datetimes=True,
-    )
-    values = np.asarray(dates, dtype=object).reshape(var.shape)
-    return xr.Variable(var.dims, values, dict(var.attrs))

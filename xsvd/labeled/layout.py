@@ -30,7 +30,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend
-from .dims import as_dims, default_sample_dim
+from .dims import as_dims, cftime_calendar, default_sample_dim
 
 COMPONENT = "component"
 #: The label of the first component: components count from 1 (EOF1, PC1), as in papers,
@@ -326,3 +326,84 @@ def _fmt(value: Any) -> str:
     if isinstance(value, np.generic):
         value = value.item()
     return repr(value) if isinstance(value, str) else str(value)
+
+
+# ------------------------------------------------ the layout, saved and restored
+def describe_layout(layout: Layout) -> dict:
+    """What, besides the coordinates, restores this layout: JSON-able values.
+
+    ``cftime`` maps each coordinate of cftime dates to its calendar: a store
+    decodes dates of the standard calendar as ``datetime64``, and
+    :func:`layout_from_description` turns them back.
+    """
+    out = {
+        "name": None if layout.name is None else str(layout.name),
+        "dims": [str(d) for d in layout.dims],
+        "sample_dims": [str(d) for d in layout.sample_dims],
+        "input_attrs": jsonable(layout.attrs),
+    }
+    calendars = {str(k): c for k, v in layout.coords.items() if (c := cftime_calendar(v))}
+    if calendars:
+        out["cftime"] = calendars
+    return out
+
+
+def layout_from_description(description: dict, ds: xr.Dataset) -> Layout:
+    """The layout of a saved result: ``description`` plus the sizes and coords of ``ds``."""
+    dims = tuple(description["dims"])
+    sample_dims = tuple(description["sample_dims"])
+    coords = {k: v.variable for k, v in ds.coords.items() if COMPONENT not in v.dims}
+    for name, calendar in (description.get("cftime") or {}).items():
+        if name in coords:
+            coords[name] = as_cftime(coords[name], calendar)
+    return Layout(
+        name=description["name"],
+        dims=dims,
+        sample_dims=sample_dims,
+        feature_dims=tuple(d for d in dims if d not in sample_dims),
+        sizes={d: ds.sizes[d] for d in dims},
+        coords=coords,
+        attrs=dict(description["input_attrs"]),
+    )
+
+
+def jsonable(obj: Any):
+    """``obj`` with NumPy scalars and arrays as plain Python, anything else unknown as text."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if obj is None or isinstance(obj, bool | int | float | str):
+        return obj
+    return str(obj)
+
+
+def as_cftime(var: xr.Variable, calendar: str) -> xr.Variable:
+    """``var``'s datetime64 values as cftime dates of ``calendar`` (other values unchanged).
+
+    A store decodes dates of the standard calendar as datetime64 unless told
+    otherwise; this undoes that, to the microsecond (cftime's resolution).
+    Without cftime installed, the dates stay datetime64.
+    """
+    if var.dtype.kind != "M":
+        return var
+    try:
+        import cftime
+    except ImportError:
+        return var
+    values = var.values
+    if np.isnat(values).any():  # cftime has no "not a time"
+        return var
+    micro = values.astype("datetime64[us]").astype(np.int64)
+    dates = cftime.num2date(
+        micro.ravel(),
+        "microseconds since 1970-01-01",
+        calendar=calendar,
+        only_use_cftime_datetimes=True,
+    )
+    values = np.asarray(dates, dtype=object).reshape(var.shape)
+    return xr.Variable(var.dims, values, dict(var.attrs))

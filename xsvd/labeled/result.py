@@ -14,12 +14,13 @@ from ..core import Decomposition, backend
 from ..core.missing import missing_rule
 from . import statistics
 from . import units as _units
+from .base import Result
 from .layout import COMPONENT, Layout
 
 __all__ = ["SVDResult"]
 
 
-class SVDResult(statistics.StatisticsMethods):
+class SVDResult(Result, statistics.StatisticsMethods):
     """Labeled singular value decomposition ``B ≈ U diag(S) V``.
 
     ``B`` is the data as a (samples x features) matrix, centered and weighted
@@ -103,16 +104,6 @@ class SVDResult(statistics.StatisticsMethods):
             f"features={dict((d, L.sizes[d]) for d in L.feature_dims)}, "
             f"center={self.center}, weighted={self._weights is not None}>"
         )
-
-    @property
-    def plot(self):
-        """Plots of this result: ``res.plot.scree()``, ``.components()``, ``.scores()``.
-
-        Needs matplotlib (``pip install "xsvd[plot]"``); see :class:`xsvd.plot.ResultPlotter`.
-        """
-        from ..plot import ResultPlotter
-
-        return ResultPlotter(self.as_numpy())
 
     # ------------------------------------------------------------ dask
     def compute(self, *, progress: bool = False, **kwargs) -> SVDResult:
@@ -434,48 +425,6 @@ class SVDResult(statistics.StatisticsMethods):
         S = d.S
         scores = scores / _safe(S)
         return L.label_new_samples(scores, sample_dims, shape, coords, "scores")
-
-    # -------------------------------------------------------------- export
-    def to_zarr(self, path, *, mode: str = "w-") -> None:
-        """Save U, S, V, coordinates, attrs and the solver settings to a Zarr store.
-
-        Reopen with :func:`xsvd.open_result`. A lazy result is computed first.
-        Local writes are atomic: the store is written under a temporary name
-        and renamed into place, so a failure leaves no partial store (see
-        :func:`xsvd.io.write_store`). An existing path is only replaced with
-        ``mode="w"``. Needs ``pip install "xsvd[io]"``.
-        """
-        from ..io import results
-
-        results.write_result(self, path, mode=mode)
-
-    def to_dataset(self) -> xr.Dataset:
-        """Everything that restores this result, as one Dataset (:mod:`xsvd.io.results`).
-
-        U, S, V, the explained variance, the total variance, and where they
-        apply the mean, the weights, the all-NaN feature mask and the error
-        estimates, with the input's coordinates; the solver settings and the
-        layout in the attributes, with a record of every variable's shape and
-        checksum (a lazy result is computed first). Pint units become
-        ``units`` attributes (as ``.pint.dequantify()`` does) and are
-        recorded. :meth:`from_dataset` (and :func:`xsvd.open_result` for a
-        saved store) restores the result.
-        """
-        from ..io import results
-
-        return results.result_to_dataset(self)
-
-    @classmethod
-    def from_dataset(cls, ds: xr.Dataset) -> SVDResult:
-        """The result saved in ``ds`` by :meth:`to_dataset` (loaded into memory).
-
-        Raises ``ValueError`` when ``ds`` was not written by :meth:`to_dataset`,
-        and :class:`xsvd.StoreReadError` when it does not hold what was
-        written (a variable or chunk missing, a value changed).
-        """
-        from ..io import results
-
-        return results.result_from_dataset(ds)
 
 
 def _zero_masked(X, mask):
