@@ -524,3 +524,19 @@ def test_command_words_of_switches():
     assert command_words("with `krylov=False` the") == "with --no-krylov the"
     assert command_words("pass `method='compressed'`.") == "pass --method compressed."
     assert command_words("the method and the center") == "the method and the center"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["eofs.nc", "eofs.zarr"])
+def test_run_device_gpu_writes_the_result(name, sst_store, tmp_path, capsys):
+    from conftest import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs CuPy and a GPU")
+    out = tmp_path / name
+    argv = ["run", str(sst_store), "--dim", "time", "--k", "3", "--method", "compressed"]
+    assert main([*argv, "--seed", "0", "--device", "gpu", "--out", str(out)]) == 0
+    assert "explained variance" in capsys.readouterr().out
+    ref = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24, seed=4)
+    want = ref.svd.compressed(3, dim="time", seed=0)
+    np.testing.assert_allclose(xsvd.open_result(out).S.values, want.S.values, rtol=1e-6)

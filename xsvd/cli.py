@@ -342,6 +342,8 @@ def _run_command(args: argparse.Namespace) -> int:
             warnings.simplefilter("always")
             res = xsvd.svd(data, args.k, dim=dims, weights=weights, **options)
         _say_warnings(caught)
+        if args.device == "gpu":  # written and described from the host
+            res = res.as_numpy()
     except ValueError as exc:
         if args.k is None and "`k=`" in str(exc):  # method auto chose the compressed SVD
             m = int(np.prod([data.sizes[d] for d in dims]))
