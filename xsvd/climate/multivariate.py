@@ -260,7 +260,7 @@ class Stacked:
                     "plain data. Dequantify first (`ds.pint.dequantify()`): each variable's "
                     "`units` attribute is kept on its mean and reconstruction."
                 )
-            if var.dtype.kind not in "biuf":
+            if backend.numpy_dtype(var.dtype).kind not in "biuf":
                 raise TypeError(
                     f"Variable {name!r} holds {var.dtype} values, not numbers. Select the "
                     f"fields to decompose, e.g. `ds[{list(self.names[:2])!r}]`, or drop it "
@@ -388,7 +388,7 @@ class Stacked:
         for name in self.names:
             L = self.layouts[name]
             block = x.data[..., self.span(name)]
-            data = block.reshape(*block.shape[:-1], *L.feature_shape)
+            data = backend.reshape(block, (*block.shape[:-1], *L.feature_shape))
             coords = {**keep, **_coords_on(L, L.feature_dims)}
             part = xr.DataArray(
                 data, dims=(*others, *L.feature_dims), coords=coords, attrs=dict(x.attrs)
@@ -429,7 +429,7 @@ class Stacked:
         _, sample_dims, shape, coords = first
         matrix = concatenate_columns(mats)
         return xr.DataArray(
-            matrix.reshape(*shape, self.n_features),
+            backend.reshape(matrix, (*shape, self.n_features)),
             dims=(*sample_dims, FEATURE),
             coords=coords,
         )
@@ -449,7 +449,7 @@ def concatenate_columns(mats: list):
         return mats[0]
     lazy = [m for m in mats if backend.is_dask(m)]
     if not lazy:
-        return backend.namespace(mats[0]).concatenate(mats, axis=1)
+        return backend.api(mats[0]).concat(mats, axis=1)
     import dask.array as da
 
     rows = lazy[0].chunks[0]
