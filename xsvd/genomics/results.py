@@ -11,6 +11,8 @@ from collections.abc import Hashable
 
 import numpy as np
 
+from ..core import backend
+
 __all__ = ["spectrum", "variant_dim"]
 
 
@@ -20,11 +22,13 @@ def spectrum(res):
 
     if not isinstance(res, SVDResult):
         raise TypeError(f"Expected an xsvd.SVDResult, got {type(res).__name__}.")
-    ratios = np.asarray(res.explained_variance_ratio.values, dtype=np.float64)
+    # k numbers and one count come to the host, wherever the result lives
+    ratios = np.asarray(backend.to_numpy(res.explained_variance_ratio.data), dtype=np.float64)
     k = ratios.size
     n = int(res.n_samples)
-    first = res.V.isel(component=0)
-    p = int(np.isfinite(np.asarray(first.values)).sum())
+    first = res.V.isel(component=0).data
+    xp = backend.api(first)
+    p = int(backend.to_scalar(xp.sum(backend.astype(xp.isfinite(first), first.dtype))))
     return k, n, p, ratios
 
 
