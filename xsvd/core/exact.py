@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from . import backend
+from .blas import small_blas
 from .common import Decomposition, Locate, fix_signs, frobenius_norm, nan_rows, validate_shape
 from .missing import MissingRule, check_infinite, check_nan_counts, missing_rule
 from .options import Preprocessing, ordered_settings, split_options, takes_options
@@ -93,7 +94,8 @@ def exact_svd(
     if backend.is_dask(B):
         U, S, V = _tsqr_svd(B)
     else:
-        U, S, Vt = backend.api(B).linalg.svd(B, full_matrices=False)
+        with small_blas(B):  # a small matrix: one BLAS thread; the data's SVD: all of them
+            U, S, Vt = backend.api(B).linalg.svd(B, full_matrices=False)
         V = Vt.T
     # float64 results whatever the input, as from the compressed solver
     U, S, V = (backend.astype(x, np.float64) for x in (U, S, V))

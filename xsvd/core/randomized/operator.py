@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import backend
+from ..blas import small_blas, small_step
 from ..config import OPTIONS
 from ..options import (
     DEFAULT_MAX_PASSES,
@@ -199,26 +200,34 @@ def _run(matmat, rmatmat, shape, k, p, most, tol, seed, dtype):
         if keep:
             sketches.append(Y)
         room = _room(m, n, width, len(bases))
-        if len(bases) >= most or room == 0 or _converged(bases, crosses, k, tol, dtype):
-            break
-        basis = orth_against(Z, bases, room)
+        with small_blas(bases, crosses):  # the pass's small steps: one BLAS thread
+            if len(bases) >= most or room == 0 or _converged(bases, crosses, k, tol, dtype):
+                break
+            basis = orth_against(Z, bases, room)
     passes = len(bases)
     if passes == 1 and width < n:  # the Ritz pairs of a random basis: nothing bounds them
         return _single(Y, basis, k)
-    gram = None
     if keep:
-        K = hstack(sketches)
-        gram = K.T @ K
-    rotation, V, S, errors = krylov_finish(gram, bases, crosses, k, dtype)
-    if keep:
-        U, reads = K @ rotation, passes
+        U, S, V, errors = _from_sketches(sketches, bases, crosses, k, dtype)
+        reads = passes
     else:  # one more product: U = A V / S
+        _, V, S, errors = krylov_finish(None, bases, crosses, k, dtype)
         U = _float64(matmat(V), (m, k), "matmat") * _inverse(S)
         reads = passes + 1
     bounds = estimates_are_bounds(True, p, passes - 1)
     return U, S, V, np.asarray(errors), (passes, reads, bounds)
 
 
+@small_step
+def _from_sketches(sketches, bases, crosses, k: int, dtype):
+    """The Ritz triplets from the sketches kept, ``K = [Y_0, ..., Y_q]``: ``(U, S, V,
+    errors)``, ``U = K X / s`` (the Gram matrix ``K^T K`` is the Ritz values' ``V^T A^T A V``)."""
+    K = hstack(sketches)
+    rotation, V, S, errors = krylov_finish(K.T @ K, bases, crosses, k, dtype)
+    return K @ rotation, S, V, errors
+
+
+@small_step
 def _single(Y, basis, k: int):
     """One pass: Rayleigh-Ritz on the start basis (``U`` from ``Y``), unknown errors."""
     u, S, vt = np.linalg.svd(Y, full_matrices=False)  # A (W vt^T) = u diag(S)
@@ -330,13 +339,14 @@ def fused_operator_svd(
         full = room_l == 0 and room_r == 0  # both bases span their spaces: exact
         if len(images) >= most or full:
             break
-        if tol is not None and len(images) >= 2:
-            found = _two_sided(lefts, rights, images, co_images, k, dtype)
-            if _below(found[1], found[3], tol):
-                break
-        found = None
-        lefts.append(_next_block(images[-1], lefts, room_l))
-        rights.append(_next_block(co_images[-1], rights, room_r))
+        with small_blas(lefts, rights, images, co_images):  # the pass's small steps
+            if tol is not None and len(images) >= 2:
+                found = _two_sided(lefts, rights, images, co_images, k, dtype)
+                if _below(found[1], found[3], tol):
+                    break
+            found = None
+            lefts.append(_next_block(images[-1], lefts, room_l))
+            rights.append(_next_block(co_images[-1], rights, room_r))
     passes = len(images)
     if passes == 1 and not full:  # the Ritz pairs of A W_0: nothing bounds them
         U, S, V, errors, _ = _single(images[0], rights[0], k)
@@ -368,6 +378,7 @@ def _below(S, errors, tol: float) -> bool:
     return bool(np.maximum(rel, errors[:, 2]).max() <= tol)
 
 
+@small_step
 def _two_sided(lefts, rights, images, co_images, k: int, dtype):
     """Ritz triplets of ``U^T A V`` over the multiplied blocks, and their error estimates.
 

@@ -4,6 +4,12 @@ Everything here works on ``l``-column matrices (or ``(q + 1) l`` with
 ``krylov``), in float64, after the data have been read: the orthonormal basis
 for the next pass, the final rank-``k`` factorization, and the singular
 vectors of the stripe side.
+
+The entry points (``@small_step``) run on one BLAS thread when their
+matrices are small (:mod:`..blas`): a multi-threaded BLAS gains nothing
+there and oversubscribes a loaded machine. The per-stripe products
+(:func:`stripe_vectors`, :func:`krylov_gram`, ...) are data-sized and keep
+every thread.
 """
 
 from __future__ import annotations
@@ -13,16 +19,19 @@ import warnings
 import numpy as np
 
 from .. import backend
+from ..blas import small_step
 from ..common import eps_tolerance
 from .magnitude import times_power_of_two
 
 
+@small_step
 def orth(Z):
     """Orthonormal basis of the iterate ``Z`` (Householder QR, float64): the next ``W``."""
     q, _ = backend.api(Z).linalg.qr(Z)
     return q
 
 
+@small_step
 def finalize(cross, gram, k: int, dtype):
     """Rank-``k`` SVD of ``Q^T C`` from ``G = Y^T Y`` (``gram``) and ``Z = C^T Y`` (``cross``).
 
@@ -81,6 +90,7 @@ def stripe_vectors(Y, mean_row, rotation):
     return Y @ rotation
 
 
+@small_step
 def reread_basis(bases: list, rotation, S):
     """``[W_0, ..., W_q] X``: the thin-side Ritz vectors with unit columns (``rotation`` is
     ``X / S``), to multiply the data with once more (``Problem.reread``)."""
@@ -122,6 +132,7 @@ def hstack(parts):
     return backend.api(parts[0]).concat(parts, axis=1)
 
 
+@small_step
 def orth_against(Z, previous: list, width: int | None = None):
     """Orthonormal basis of the part of ``Z`` orthogonal to the ``previous`` blocks.
 
@@ -352,6 +363,7 @@ def unknown_errors(xp, k: int, like=None):
     return out if like is None else backend.on_backend_of(out, like)
 
 
+@small_step
 def krylov_finish(gram, bases: list, crosses: list, k: int, dtype):
     """The final step of block Krylov: the Ritz triplets of every pass's span, and their errors.
 
@@ -382,6 +394,7 @@ def krylov_finish(gram, bases: list, crosses: list, k: int, dtype):
     return rotation, thin, S, errors
 
 
+@small_step
 def thin_errors(bases: list, crosses: list, k: int, dtype):
     """Error estimates from the thin-side Ritz pairs of the passes' bases; and their S.
 
