@@ -12,7 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from . import datasets, linalg, rotation, statistics  # noqa: F401  (documented paths)
 from .accessor import SVDAccessor, register
-from .climate.bootstrap import bootstrap
+from .climate.bootstrap import BootstrapResult, bootstrap
 from .climate.extended import ExtendedEOFResult, extended_eof
 from .climate.hilbert import HilbertResult, hilbert_eof
 from .climate.mca import MCAResult, mca
@@ -36,6 +36,7 @@ from .genomics import (
 )
 from .io import MissingChunksWarning, StoreReadError, open_result, open_zarr
 from .labeled.api import choose_method, compressed, exact, svd
+from .labeled.base import Result
 from .labeled.result import SVDResult
 from .options import get_options, set_options
 
@@ -56,6 +57,8 @@ __all__ = [
     "hilbert_eof",
     "HilbertResult",
     "bootstrap",
+    "BootstrapResult",
+    "Result",
     "mca",
     "MCAResult",
     "extended_eof",

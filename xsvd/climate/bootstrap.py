@@ -495,7 +495,7 @@ class BootstrapResult(Result):
     )
     congruence = property(
         lambda self: self._part("congruence"),
-        doc="``|v . v_c|``: each replicate's pattern against the data's (replicate x component).",
+        doc="Congruence of each replicate's pattern with the data's, ``abs(v @ v_c)``.",
     )
     counts = property(
         lambda self: self._part("counts"), doc="How often each replicate drew each sample."
