@@ -47,6 +47,7 @@ import numpy as np
 
 from .. import backend
 from ..blas import small_blas, small_step
+from ..common import fix_signs
 from ..config import OPTIONS
 from ..options import (
     DEFAULT_MAX_PASSES,
@@ -146,9 +147,8 @@ def operator_svd(
         V, S, U, errors, counts = _run(rmatmat, matmat, (n, m), int(k), p, most, tol, seed, dtype)
     else:
         U, S, V, errors, counts = _run(matmat, rmatmat, (m, n), int(k), p, most, tol, seed, dtype)
-    # xsvd's sign rule: the largest-magnitude entry of each V column is positive
-    sign = np.where((V.max(axis=0) + V.min(axis=0)) >= 0, 1.0, -1.0)
-    return OperatorSVD(U * sign, S, V * sign, errors, *counts)
+    U, V = fix_signs(U, V)  # xsvd's one sign rule
+    return OperatorSVD(U, S, V, errors, *counts)
 
 
 def _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes):
@@ -354,8 +354,8 @@ def fused_operator_svd(
         found = found or _two_sided(lefts, rights, images, co_images, k, dtype)
         U, S, V, errors = found
     bounds = estimates_are_bounds(True, p, passes - 1)
-    sign = np.where((V.max(axis=0) + V.min(axis=0)) >= 0, 1.0, -1.0)
-    return OperatorSVD(U * sign, S, V * sign, np.asarray(errors), passes, passes, bounds)
+    U, V = fix_signs(U, V)
+    return OperatorSVD(U, S, V, np.asarray(errors), passes, passes, bounds)
 
 
 def _side_room(dim: int, rank: int, width: int, blocks: list) -> int:
