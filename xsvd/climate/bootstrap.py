@@ -11,154 +11,50 @@ explicitly resampled (and re-centered, weighted) data. So no resampled copy
 is made, and every replicate's matrix is the data times small factors: one
 read of a block of features gives every replicate's products at once.
 
-The algorithm: block Krylov (block Lanczos with full reorthogonalization,
-as :mod:`xsvd.core.randomized.small`) on each replicate's ``B_c B_c^T``
-(samples x samples), all replicates in the same reads. The data are cut in
-blocks of features holding every sample (Dask: the sample dimension in one
-chunk, lazily), so each block applies every ``B_c B_c^T`` on its own:
-``X_j^T [T_1 .. T_B]`` and then ``X_j (D_j^2 ...)`` from one read of the
-block. After ``n_power_iter + 1`` such reads, Rayleigh-Ritz gives each
-replicate's ``k`` leading singular values and sample-side vectors; one more
-read gives the patterns ``B_c^T u / s`` and their congruence with the
-original's. In all ``n_power_iter + 2`` reads of the data, for all
-replicates together (times the number of batches with ``batch=``). Every
-small step is float64.
+The algorithm (:mod:`.resampling`): block Krylov (block Lanczos with full
+reorthogonalization, as :mod:`xsvd.core.randomized.small`) on each
+replicate's ``B_c B_c^T`` (samples x samples), all replicates in the same
+reads, stopped as every solver of xsvd stops: by default once every
+replicate's estimated relative errors are below ``tol=1e-6`` (at most
+``DEFAULT_N_POWER_ITER + 1`` passes), or when the Krylov space fills the
+samples (exact); ``n_power_iter`` fixes the passes. Rayleigh-Ritz gives each
+replicate's ``k`` leading singular values, sample-side vectors and error
+estimates; one more read gives the patterns ``B_c^T u / s`` and their
+congruence with the original's. NumPy, Dask and device (CuPy) data alike:
+the per-replicate matrices live where the data are. Every small step is
+float64.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Hashable, Sequence
 
 import numpy as np
 import xarray as xr
 
-from ..core import MissingValueError, backend, fix_signs
-from ..core.randomized.small import hstack, orth, orth_against, ritz
+from ..core import backend, fix_signs
+from ..core.options import (
+    DEFAULT_N_POWER_ITER,
+    CompressedOptions,
+    ordered_settings,
+    split_options,
+    takes_options,
+)
 from ..labeled.api import labeled_matrix
-from ..labeled.base import Result
+from ..labeled.base import Result, errors_from_part, errors_part
 from ..labeled.layout import COMPONENT
+from .resampling import CAP, CONVERGED, FIXED, SPACE_FULL, Reader, Stopping, relative_error
+from .resampling import run_batch as _run_batch
 
-__all__ = ["bootstrap", "BootstrapResult", "DEFAULT_BOOTSTRAP_POWER_ITER"]
+__all__ = ["bootstrap", "BootstrapResult"]
 
-#: Krylov iterations (reads of the data, less two) by default.
-DEFAULT_BOOTSTRAP_POWER_ITER = 4
-#: NumPy data are multiplied in blocks of features holding about this many intermediates.
-_BLOCK_VALUES = 2**22
 REPLICATE = "replicate"
-
-
-def _block(x, w, center: bool):
-    """A block of every sample x some features in float64: ``(x, w, all-NaN mask)``."""
-    x = np.asarray(x, dtype=np.float64)
-    nan = np.isnan(x)
-    dead = nan.all(axis=0)
-    if (nan.any(axis=0) & ~dead).any():
-        raise MissingValueError(
-            f"{int((nan.any(axis=0) & ~dead).sum())} feature(s) are NaN at some samples but "
-            "not all: the bootstrap needs complete features (NaN at every sample, e.g. land, "
-            "is fine). Fill them first (e.g. `da.interpolate_na(dim)`) or drop them."
-        )
-    x = np.where(dead, 0.0, x)
-    if center:  # the full sample's mean: replicate means are then small corrections
-        x = x - x.mean(axis=0)
-    w = np.ones(x.shape[1]) if w is None else np.asarray(w, dtype=np.float64).reshape(-1)
-    return x, np.where(dead, 0.0, w), dead
-
-
-def _apply(x, w, counts, T, center: bool):
-    """One block's share of ``B_c B_c^T T_c`` for every replicate, and of ``||B_c||_F^2``.
-
-    ``counts`` (m x B), ``T`` (B x m x l). Returns a flat vector: the (B, m, l)
-    products, then the B sums of squares.
-    """
-    x, w, _ = _block(x, w, center)
-    m = x.shape[0]
-    B, _, l = T.shape
-    s = np.sqrt(counts)  # m x B
-    mu = x.T @ counts / m if center else np.zeros((x.shape[1], B))  # features x B
-    ST = s.T[:, :, None] * T  # B x m x l
-    Y = (x.T @ ST.transpose(1, 0, 2).reshape(m, B * l)).reshape(-1, B, l)
-    Y = w[:, None, None] * (Y - mu[:, :, None] * ST.sum(axis=1)[None])
-    DY = w[:, None, None] * Y
-    out = (x @ DY.reshape(-1, B * l)).reshape(m, B, l).transpose(1, 0, 2)
-    out = s.T[:, :, None] * (out - np.einsum("fb,fbl->bl", mu, DY)[:, None, :])
-    w2 = w[:, None] ** 2
-    ss = ((x**2).T @ counts * w2).sum(axis=0) - m * (mu**2 * w2).sum(axis=0)
-    return np.concatenate([out.ravel(), ss])
-
-
-def _patterns(x, w, counts, U, S, center: bool, keep: bool):
-    """One block's patterns ``B_c^T u / s`` and their dot products with the original's.
-
-    Returns ``(dots (B, k), V)`` with ``V`` (B or 1, features, k): every
-    replicate's (``keep``) or the original's; NaN where the data are all NaN.
-    """
-    x, w, dead = _block(x, w, center)
-    m = x.shape[0]
-    B, _, k = U.shape
-    s = np.sqrt(counts)
-    mu = x.T @ counts / m if center else np.zeros((x.shape[1], B))
-    SU = s.T[:, :, None] * U
-    V = (x.T @ SU.transpose(1, 0, 2).reshape(m, B * k)).reshape(-1, B, k)
-    V = w[:, None, None] * (V - mu[:, :, None] * SU.sum(axis=1)[None])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        V = np.where(S[None] > 0, V / S[None], 0.0).transpose(1, 0, 2)  # B x f x k
-    dots = np.einsum("fk,bfk->bk", V[0], V)
-    V = V if keep else V[:1]
-    V[:, dead] = np.nan
-    return dots, V
-
-
-class _Reader:
-    """Runs a per-block function over blocks of features that hold every sample.
-
-    One call of :meth:`sum` or :meth:`gather` is one read of the data (one
-    ``dask.compute`` for Dask data).
-    """
-
-    def __init__(self, a, w, width: int):
-        self.a, self.w = a, w
-        self.reads = 0
-        if backend.is_dask(a):
-            self.a = a.rechunk({0: -1}) if len(a.chunks[0]) > 1 else a
-            edges = np.cumsum((0, *self.a.chunks[1]))
-            self.blocks = list(self.a.to_delayed().ravel())
-        else:
-            step = max(64, _BLOCK_VALUES // max(width, 1))
-            edges = np.r_[np.arange(0, a.shape[1], step), a.shape[1]]
-            self.blocks = [a[:, i:j] for i, j in zip(edges[:-1], edges[1:], strict=True)]
-        self.weights = [
-            None if w is None else w[i:j] for i, j in zip(edges[:-1], edges[1:], strict=True)
-        ]
-
-    def _parts(self, fn, *args):
-        if backend.is_dask(self.a):
-            from dask import delayed
-
-            fn = delayed(fn, pure=True)
-        return [fn(b, w, *args) for b, w in zip(self.blocks, self.weights, strict=True)]
-
-    def sum(self, fn, *args):
-        parts = self._parts(fn, *args)
-        self.reads += 1
-        if not backend.is_dask(self.a):
-            return sum(parts[1:], parts[0])
-        import dask
-        from dask import delayed
-
-        while len(parts) > 1:  # a tree: few partial sums in memory at once
-            pairs = [delayed(np.add)(p, q) for p, q in zip(parts[::2], parts[1::2], strict=False)]
-            parts = pairs + (parts[-1:] if len(parts) % 2 else [])
-        return dask.compute(parts[0])[0]
-
-    def gather(self, fn, *args):
-        parts = self._parts(fn, *args)
-        self.reads += 1
-        if backend.is_dask(self.a):
-            import dask
-
-            parts = dask.compute(*parts)
-        return list(parts)
+#: With a fixed ``n_power_iter``, a warning when an estimated relative error (of any
+#: replicate's singular values or residuals) is above this: the replicates are not converged.
+FIXED_PASSES_WARNING = 1e-2
+#: ``settings["stopped"]`` of several batches: the first of these that any batch gave.
+_REASONS = (CAP, FIXED, CONVERGED, SPACE_FULL)
 
 
 def _check(name, value, low):
@@ -166,20 +62,43 @@ def _check(name, value, low):
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
 
 
+def _stopping(given: CompressedOptions) -> tuple[CompressedOptions, Stopping]:
+    """The options resolved as :func:`xsvd.compressed` resolves them, and when to stop;
+    the options that do not apply to the bootstrap are refused."""
+    for name, low in (("n_power_iter", 0), ("n_oversamples", 0), ("max_passes", 1)):
+        if getattr(given, name) is not None:
+            _check(name, getattr(given, name), low)
+    if given.dtype is not None and backend.numpy_dtype(given.dtype) != np.float64:
+        raise ValueError(
+            f"dtype={given.dtype!r} does not apply to the bootstrap: it multiplies in "
+            "float64 (the replicates differ by little, which float32 would blur). "
+            "Leave out dtype."
+        )
+    if given.krylov is False:
+        raise ValueError(
+            "krylov=False does not apply to the bootstrap: it always takes each replicate's "
+            "components from the whole Krylov space (block Lanczos). Leave out krylov."
+        )
+    opts = given.resolved(lazy=False)
+    if not opts.converges:
+        return opts, Stopping(opts.n_power_iter + 1, None)
+    most = DEFAULT_N_POWER_ITER + 1 if opts.default_stop else opts.max_passes
+    return opts, Stopping(most, opts.tol)
+
+
+@takes_options(CompressedOptions)
 def bootstrap(
     da: xr.DataArray,
     k: int,
     n_replicates: int = 100,
     *,
     dim: Hashable | Sequence[Hashable] | None = None,
-    seed: int | None = None,
     center: bool = True,
     weights: xr.DataArray | None = None,
-    n_power_iter: int = DEFAULT_BOOTSTRAP_POWER_ITER,
-    n_oversamples: int = 10,
     ci: float = 0.95,
     batch: int | None = None,
     keep_patterns: bool = False,
+    **options,
 ) -> BootstrapResult:
     """Bootstrap of the samples: how stable each EOF's variance and pattern are.
 
@@ -192,48 +111,58 @@ def bootstrap(
     Parameters
     ----------
     da : xarray.DataArray
-        NumPy- or Dask-backed data; NaN only in features NaN at every sample.
+        NumPy-, Dask- or CuPy-backed data (or another array-API library's, on
+        its device); NaN only in features NaN at every sample.
     k : int
         Components compared.
     n_replicates : int, default 100
         Replicates (was ``n`` before version 0.2).
     dim : hashable or sequence, optional
         Sample dimension(s), resampled; default as :func:`xsvd.svd`.
-    seed : int, optional
-        Seed of the resampling and of the random start blocks.
     center : bool, default True
         Remove each feature's mean (each replicate's own).
     weights : xarray.DataArray, optional
         Feature weights, e.g. :func:`xsvd.coslat_weights`.
-    n_power_iter : int, default 4
-        Krylov iterations: ``n_power_iter + 1`` reads build each replicate's
-        Krylov space of ``(n_power_iter + 1) * (k + n_oversamples)``
-        dimensions (exact when that covers the samples).
-    n_oversamples : int, default 10
-        Extra columns per block.
     ci : float, default 0.95
         Level of the percentile intervals ``*_ci``.
     batch : int, optional
         At most this many replicates per set of reads (default: all); each
-        batch reads the data ``n_power_iter + 2`` times. Memory holds about
-        ``batch * samples * (k + n_oversamples) * (n_power_iter + 2)``
-        float64 numbers for the Krylov spaces.
+        batch reads the data ``passes + 1`` times. Memory holds about
+        ``batch * samples * (k + n_oversamples) * passes`` float64 numbers for
+        the Krylov spaces.
     keep_patterns : bool, default False
         Also return every replicate's patterns (``replicate_V``), signs
         matched to the original's.
+    n_power_iter, n_oversamples, seed, tol, max_passes
+        As :func:`xsvd.compressed`, with the same defaults: by default the
+        passes stop once every replicate's estimated relative errors (of its
+        ``k`` singular values and its residuals) are below ``1e-6``, after 8
+        passes at most (a replicate that has converged is not multiplied
+        again); ``tol`` (with ``max_passes``, default 20) asks for another
+        tolerance, ``n_power_iter`` for ``n_power_iter + 1`` passes exactly
+        (a warning says when they leave estimated errors above 1%).
+        ``n_oversamples`` (default 10): extra columns per Krylov block;
+        ``seed``: of the resampling and of the random start blocks.
+    dtype, krylov
+        Refused unless left out (or float64, True): the bootstrap always
+        multiplies in float64 and uses block Krylov.
 
     Returns
     -------
     BootstrapResult
         A result of the one family (:class:`xsvd.labeled.base.Result`):
-        ``U, S, V`` and ``explained_variance_ratio`` of the data themselves;
-        per replicate ``replicate_explained_variance_ratio``,
-        ``replicate_singular_values`` and ``congruence`` (dims ``replicate,
-        component``) and ``counts`` (how often each sample was drawn, dims
-        ``replicate, *dim``); ``explained_variance_ratio_ci`` and
-        ``congruence_ci`` (dims ``component, bound``: lower, upper
-        percentiles); all of them together as the Dataset ``replicates``.
-        ``settings["reads"]``: the reads of the data made.
+        ``U, S, V`` and ``explained_variance_ratio`` of the data themselves
+        (``errors``: their estimated errors); per replicate
+        ``replicate_explained_variance_ratio``, ``replicate_singular_values``
+        and ``congruence`` (dims ``replicate, component``) and ``counts``
+        (how often each sample was drawn, dims ``replicate, *dim``);
+        ``explained_variance_ratio_ci`` and ``congruence_ci`` (dims
+        ``component, bound``: lower, upper percentiles); all of them together
+        as the Dataset ``replicates``. Every part stays on the data's device.
+        ``settings``: ``reads`` (of the data, in all), ``passes`` (the most of
+        any batch), ``stopped`` (why: ``"converged"``, ``"cap"``, ``"space
+        full"`` or ``"n_power_iter"``) and ``estimated_error`` (the largest
+        estimated relative error of any replicate).
 
     Notes
     -----
@@ -243,10 +172,10 @@ def bootstrap(
     near-equal variance may swap between replicates (North et al. 1982) and
     then show a low congruence, as they should.
 
-    The data are read ``n_power_iter + 2`` times per batch whatever ``n``
-    (6 by default): each read multiplies a block of features (holding every
-    sample; Dask data get the sample dimension in one chunk, lazily) with
-    every replicate's current block. xeofs' ``EOFBootstrapper`` fits one
+    The data are read ``passes + 1`` times per batch whatever ``n_replicates``
+    (9 at most by default): each read multiplies a block of features (holding
+    every sample; Dask data get the sample dimension in one chunk, lazily)
+    with every replicate's current block. xeofs' ``EOFBootstrapper`` fits one
     model per replicate instead (``n`` decompositions of a resampled copy).
 
     Examples
@@ -259,11 +188,11 @@ def bootstrap(
     >>> bool(boot.congruence.isel(component=0).median() > 0.9)
     True
     """
+    (given,) = split_options(options, (CompressedOptions,), "bootstrap")
     _check("k", k, 1)
     _check("n_replicates", n_replicates, 1)
     n = n_replicates
-    _check("n_power_iter", n_power_iter, 0)
-    _check("n_oversamples", n_oversamples, 0)
+    opts, stop = _stopping(given)
     if batch is not None:
         _check("batch", batch, 1)
     if not 0 < ci < 1:
@@ -272,84 +201,128 @@ def bootstrap(
     m, nf = a.shape
     if k > min(m, nf):
         raise ValueError(f"k={k} is more than the {min(m, nf)} components of a {m} x {nf} matrix.")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(opts.seed)
     draws = rng.integers(0, m, size=(n, m))
     counts = np.stack([np.ones(m), *(np.bincount(d, minlength=m) for d in draws)], axis=1)
-    l = min(k + n_oversamples, m)
+    l = min(k + opts.n_oversamples, m)
     size = n if batch is None else batch
-    reader = _Reader(a, w, (min(size, n) + 1) * l)
-    S, ss, dots, Vs, U0 = [], [], [], [], None
+    reader = Reader(a, w, (min(size, n) + 1) * l)
+    xp, locate = reader.xp, layout.feature_locator()
+    S, ss, dots, Vs, batches = [], [], [], [], []
     for start in range(1, n + 1, size):
         # every batch decomposes the data too (column 0): the patterns to compare with
         C = np.concatenate([counts[:, :1], counts[:, start : start + size]], axis=1)
-        out = _batch(reader, C, k, l, n_power_iter, center, rng, keep_patterns)
+        blocks = rng.standard_normal((C.shape[1], m, l))
+        out = _run_batch(reader, C, blocks, k, stop, center, keep_patterns, locate)
         if start == 1:
-            S.append(out[0][:1])
-            ss.append(out[1][:1])
-            original, U0 = out[2][0], out[4]
-            turn = np.ones(k)
+            S.append(out.S[:1, ...])
+            ss.append(out.ss[:1])
+            original, U0, errors0 = out.V[0, ...], out.U0, out.errors[0, ...]
+            turn = 1.0
         else:  # this batch's original may have other signs than the first's
-            turn = np.where(
-                np.einsum("fk,fk->k", *map(np.nan_to_num, (original, out[2][0]))) < 0, -1.0, 1.0
-            )
-        S.append(out[0][1:])
-        ss.append(out[1][1:])
-        dots.append(out[3][1:] * turn)
+            same = xp.sum(_zero_nan(original) * _zero_nan(out.V[0, ...]), axis=0)
+            turn = _flips(same < 0)
+        S.append(out.S[1:, ...])
+        ss.append(out.ss[1:])
+        dots.append(out.dots[1:, ...] * turn)
         if keep_patterns:
-            Vs.append(out[2][1:])  # its signs are matched to the first original later
-    S, ss = np.concatenate(S), np.concatenate(ss)
-    dots = np.concatenate([np.ones((1, k)), *dots])
-    ratio = np.where(ss[:, None] > 0, S**2 / np.where(ss > 0, ss, 1)[:, None], 0.0)
-    ds = _dataset(layout, counts, S, ratio, dots, original, Vs, ci, seed, reader.reads, locals())
+            Vs.append(out.V[1:, ...])  # its signs are matched to the first original later
+        batches.append(out)
+    S, ss = xp.concat(S), xp.concat(ss)
+    ones = xp.ones((1, k), dtype=xp.float64, device=backend.device(S))
+    dots = xp.concat([ones, *dots])
+    positive = ss > 0
+    ratio = xp.where(positive[:, None], S**2 / xp.where(positive, ss, 1.0)[:, None], 0.0)
+    settings = _settings(opts, stop, batches, reader, center, ci)
+    parts = dict(S=S, ratio=ratio, dots=dots, original=original, U0=U0, Vs=Vs, errors=errors0)
+    ds = _dataset(layout, reader.put(counts), parts, ci, settings)
     return BootstrapResult.from_replicates(ds)
 
 
-def _batch(reader, C, k, l, q, center, rng, keep):
-    """One batch of replicates: ``(S (B, k), ||B_c||^2 (B,), V, dots (B, k), U of the
-    data (m, k))``."""
-    m, B = C.shape
-    T = orth(rng.standard_normal((B, m, l)))
-    bases, crosses, ss = [], [], None
-    for step in range(q + 1):
-        flat = reader.sum(_apply, C, T, center)
-        size = B * m * T.shape[2]
-        Z, ss = flat[:size].reshape(T.shape), flat[size:]
-        bases.append(T)
-        crosses.append(Z)
-        room = m - sum(x.shape[2] for x in bases)  # dimensions the Krylov space lacks
-        if step == q or room <= 0:
-            break
-        T = np.stack([orth_against(Z[b], [x[b] for x in bases], min(l, room)) for b in range(B)])
-    U = np.empty((B, m, k))
-    S = np.empty((B, k))
-    for b in range(B):
-        K = hstack([x[b] for x in bases])
-        lam, X = ritz(K, hstack([z[b] for z in crosses]))
-        U[b] = K @ X[:, :k]
-        S[b] = np.sqrt(lam[:k])
-    parts = reader.gather(_patterns, C, U, S, center, keep)
-    dots = sum(p[0] for p in parts)
-    V = np.concatenate([p[1] for p in parts], axis=1)  # (B or 1) x features x k
-    return S, ss, V, dots, U[0]
+def _flips(negative):
+    """-1.0 where ``negative``, else 1.0 (any array library)."""
+    xp = backend.api(negative)
+    return 1.0 - 2.0 * xp.astype(negative, xp.float64)
 
 
-def _dataset(layout, counts, S, ratio, dots, original, Vs, ci, seed, reads, opts) -> xr.Dataset:
+def _zero_nan(x):
+    return backend.api(x).where(backend.api(x).isnan(x), 0.0, x)
+
+
+def _settings(opts, stop: Stopping, batches: list, reader: Reader, center, ci) -> dict:
+    """``settings`` of the result (JSON-able), with the warnings they call for."""
+    passes = max(b.passes for b in batches)
+    stopped = next(r for r in _REASONS if any(b.stopped == r for b in batches))
+    reached = max(float(reader.host(relative_error(b.S, b.errors))) for b in batches)
+    settings = ordered_settings(
+        n_power_iter=passes - 1,
+        n_oversamples=opts.n_oversamples,
+        seed=opts.seed,
+        passes=passes,
+        reads=reader.reads,
+        stopped=stopped,
+        **({"tol": opts.tol} if opts.converges else {}),
+        **({"max_passes": opts.max_passes} if opts.max_passes is not None else {}),
+        estimated_error=reached,
+        **({} if all(b.bounds for b in batches) else {"error_bounds": False}),
+        center=bool(center),
+        ci=ci,
+    )
+    if opts.converges and reached > opts.tol and not opts.default_stop:
+        warnings.warn(
+            f"tol={opts.tol:g} was not reached in max_passes={opts.max_passes} passes over "
+            f"the data: the largest estimated relative error of a replicate is {reached:.3g}. "
+            "Pass a larger max_passes, a larger n_oversamples (wider blocks converge faster), "
+            "or accept the estimates (res.errors, res.settings['estimated_error']).",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    if not opts.converges and stopped != SPACE_FULL and reached > FIXED_PASSES_WARNING:
+        warnings.warn(
+            f"n_power_iter={opts.n_power_iter} leaves the replicates unconverged: the largest "
+            f"estimated relative error of a singular value or residual is {reached:.3g} "
+            "(res.errors for the data's components, res.settings['estimated_error']). Leave "
+            "out n_power_iter (the passes then stop when converged) or pass a larger one.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return settings
+
+
+def _quantiles(x, levels):
+    """Per column of ``x`` (n x k, any array library), the percentiles ``levels``: (k, 2),
+    linear between order statistics as :func:`numpy.quantile`'s default."""
+    xp = backend.api(x)
+    s = xp.sort(x, axis=0)
+    n = s.shape[0]
+    out = []
+    for q in levels:
+        h = (n - 1) * q
+        lo = int(np.floor(h))
+        t = h - lo
+        a, b = s[lo, :], s[min(lo + 1, n - 1), :]
+        out.append(b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t)
+    return xp.stack(out, axis=1)
+
+
+def _dataset(layout, counts, parts: dict, ci, settings: dict) -> xr.Dataset:
+    S, dots, original = parts["S"], parts["dots"], parts["original"]
+    xp = backend.api(S)
     k = S.shape[1]
     n = S.shape[0] - 1
     comp = layout.component_coord(k)
     rep = {REPLICATE: np.arange(n)}
     pair = (REPLICATE, COMPONENT)
-    V0 = np.nan_to_num(original)
-    _, fixed = fix_signs(np.zeros((1, k)), V0)  # xsvd's sign rule for the original patterns
-    sign = np.where(np.all(fixed == V0, axis=0), 1.0, -1.0)
+    ones = xp.ones((1, k), dtype=xp.float64, device=backend.device(S))
+    sign, _ = fix_signs(ones, _zero_nan(original))  # xsvd's sign rule: the signs it gives
     V = layout.label_features(original * sign, "V", {"long_name": "patterns of the data"})
-    U = layout.label_samples(opts["U0"] * sign, "U", {"long_name": "scores of the data"})
+    U = layout.label_samples(parts["U0"] * sign, "U", {"long_name": "scores of the data"})
     lo, hi = (1 - ci) / 2, (1 + ci) / 2
-    congruence = np.abs(dots[1:])
+    congruence = xp.abs(dots[1:, ...])
 
     def interval(x):
         return xr.DataArray(
-            np.quantile(x, [lo, hi], axis=0).T,
+            _quantiles(x, (lo, hi)),
             dims=(COMPONENT, "bound"),
             coords={**comp, "bound": ["lower", "upper"]},
         )
@@ -358,39 +331,38 @@ def _dataset(layout, counts, S, ratio, dots, original, Vs, ci, seed, reads, opts
     sample_coords = {
         name: c for name, c in layout.coords.items() if set(c.dims) <= set(layout.sample_dims)
     }
+    ratio = parts["ratio"]
+    S0 = xr.DataArray(S[0, ...], dims=(COMPONENT,), coords=comp)
     data = {
-        "explained_variance_ratio": (pair, ratio[1:]),
-        "singular_values": (pair, S[1:]),
+        "explained_variance_ratio": (pair, ratio[1:, ...]),
+        "singular_values": (pair, S[1:, ...]),
         "congruence": (pair, congruence),
         "counts": (
             (REPLICATE, *layout.sample_dims),
-            counts[:, 1:].T.reshape(n, *sample_shape).astype(np.int64),
+            xp.reshape(xp.astype(counts[:, 1:].T, xp.int64), (n, *sample_shape)),
         ),
-        "original_explained_variance_ratio": ((COMPONENT,), ratio[0]),
-        "original_singular_values": ((COMPONENT,), S[0]),
+        "original_explained_variance_ratio": ((COMPONENT,), ratio[0, ...]),
+        "original_singular_values": S0,
         "V": V,
         "U": U,
-        "explained_variance_ratio_ci": interval(ratio[1:]),
+        "explained_variance_ratio_ci": interval(ratio[1:, ...]),
         "congruence_ci": interval(congruence),
+        "errors": errors_part(S0, parts["errors"]),
     }
-    if Vs:
-        allV = np.concatenate(Vs)  # replicates x features x k
-        allV = allV * np.where(dots[1:] < 0, -1.0, 1.0)[:, None, :] * sign
+    if parts["Vs"]:
+        allV = xp.concat(parts["Vs"])  # replicates x features x k
+        allV = allV * _flips(dots[1:, ...] < 0)[:, None, :] * sign
         data["replicate_V"] = (
             (REPLICATE, COMPONENT, *layout.feature_dims),
-            allV.transpose(0, 2, 1).reshape(n, k, *layout.feature_shape),
+            xp.reshape(xp.permute_dims(allV, (0, 2, 1)), (n, k, *layout.feature_shape)),
         )
     coords = {**rep, **comp, **sample_coords}
     coords.update({c: v for c, v in V.coords.items() if c not in coords})
     coords.update({c: v for c, v in U.coords.items() if c not in coords})
-    attrs = {
-        "n_power_iter": opts["n_power_iter"],
-        "n_oversamples": opts["n_oversamples"],
-        "seed": "None" if seed is None else seed,
-        "ci": ci,
-        "center": int(opts["center"]),
-        "reads": reads,
-    }
+    attrs = {key: "None" if value is None else value for key, value in settings.items()}
+    attrs["center"] = int(settings["center"])
+    if "error_bounds" in attrs:
+        attrs["error_bounds"] = int(attrs["error_bounds"])
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
@@ -416,15 +388,16 @@ class BootstrapResult(Result):
     ``replicate, component``), ``counts`` (each replicate's draws),
     ``explained_variance_ratio_ci``, ``congruence_ci`` and, with
     ``keep_patterns=True``, ``replicate_V``; ``replicates`` is all of them as
-    one Dataset. ``settings["reads"]`` counts the reads of the data. The
-    errors of the data's decomposition are not estimated (NaN).
+    one Dataset. ``settings["reads"]`` counts the reads of the data;
+    ``errors`` are the solver's estimates for the data's decomposition
+    (``settings["error_bounds"]`` as for :func:`xsvd.compressed`).
     """
 
     RECONSTRUCT = "a bootstrap describes the spread of the components; use `xsvd.svd` to rebuild."
     PROJECT = (
         "a bootstrap describes the spread of the components; project with `xsvd.svd`'s result."
     )
-    OPTIONAL_PARTS = ("replicate_V",)
+    OPTIONAL_PARTS = ("replicate_V", "errors")
 
     def __init__(self, parts: dict, record: dict):
         self._parts = dict(parts)
@@ -443,8 +416,11 @@ class BootstrapResult(Result):
         )
         for part, name in _REPLICATE_PARTS.items():
             parts[part] = ds[name].rename(part) if name in ds else None
+        parts["errors"] = ds["errors"] if "errors" in ds else None
         settings = {key: (None if v == "None" else v) for key, v in ds.attrs.items()}
         settings["center"] = bool(settings["center"])
+        if "error_bounds" in settings:
+            settings["error_bounds"] = bool(settings["error_bounds"])
         return cls(parts, {"settings": settings})
 
     @classmethod
@@ -478,6 +454,9 @@ class BootstrapResult(Result):
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
         return self._parts["explained_variance_ratio"]
+
+    def error_values(self):
+        return errors_from_part(self._parts.get("errors"))
 
     def _part(self, name: str) -> xr.DataArray:
         part = self._parts.get(name)
