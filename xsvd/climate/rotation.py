@@ -52,9 +52,10 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend
+from ..core.common import variance_ratio
 from ..labeled import statistics
 from ..labeled import units as _units
-from ..labeled.base import Result, ratio
+from ..labeled.base import Result
 from ..labeled.layout import COMPONENT, component_labels
 
 __all__ = ["RotatedResult", "rotate", "varimax", "promax"]
@@ -98,7 +99,8 @@ class RotatedResult(Result, statistics.StatisticsMethods):
         ``iterations`` (the varimax iterations that ran).
     """
 
-    def __init__(self, base, U, S: np.ndarray, V, T: np.ndarray, total_ss: float, settings: dict):
+    def __init__(self, base, U, S, V, T, total_ss: float, settings: dict):
+        # S and T are arrays of the result's memory (NumPy, CuPy or a device's), float64
         self._base = base
         self._total_ss = float(total_ss)
         self.method = settings["method"]
@@ -120,7 +122,7 @@ class RotatedResult(Result, statistics.StatisticsMethods):
             name="rotation_matrix",
             attrs={"long_name": f"{self.method} rotation: L_rot = L @ T"},
         )
-        Tinv = np.linalg.inv(T)
+        Tinv = backend.api(T).linalg.inv(T)
         self.pc_correlation = xr.DataArray(
             Tinv @ Tinv.T,
             dims=("component_i", "component_j"),
@@ -133,8 +135,8 @@ class RotatedResult(Result, statistics.StatisticsMethods):
 
     @classmethod
     def from_state(cls, parts: dict, record: dict) -> RotatedResult:
-        T = np.asarray(parts["rotation_matrix"].values, dtype=np.float64)
-        S = np.asarray(backend.to_numpy(parts["S"].data), dtype=np.float64)
+        T = backend.astype(parts["rotation_matrix"].data, np.float64, copy=False)
+        S = backend.astype(parts["S"].data, np.float64, copy=False)
         return cls(
             parts["base"], parts["U"], S, parts["V"], T, record["total_ss"], record["settings"]
         )
@@ -221,7 +223,8 @@ class RotatedResult(Result, statistics.StatisticsMethods):
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
         """Each rotated component's share of the total variance, ``S**2 / ||B||_F**2``."""
-        out = self._S.copy(data=ratio(self._S, self._total_ss))
+        total = self._total_ss  # in range at any magnitude, where the result lives
+        out = self._S.copy(data=variance_ratio(self._S.data, total, float(np.sqrt(total))))
         out.name = "explained_variance_ratio"
         out.attrs = {"long_name": "fraction of total variance explained", "units": "1"}
         return out
@@ -308,33 +311,34 @@ def rotate(
     vdata, sdata, total_ss = backend.compute(
         Vn.data, res.singular_values.data[:n], res.decomposition.total_ss
     )
-    V = backend.to_numpy(vdata).reshape(n, -1).T
-    S = np.asarray(backend.to_numpy(sdata), dtype=np.float64)
-    L = V.astype(np.float64) * S
-    valid = np.isfinite(L).all(axis=1)
+    # the small steps run where the result lives (NumPy, CuPy or a device), in float64
+    xp = backend.api(vdata)
+    V = xp.permute_dims(backend.reshape(vdata, (n, vdata.size // n)), (1, 0))
+    S = xp.astype(_where_like(sdata, vdata), xp.float64)
+    L = xp.astype(V, xp.float64) * S[None, :]
+    valid = xp.all(xp.isfinite(L), axis=1)
     if method == "varimax":
         T, iterations = varimax(L[valid], max_iter=max_iter, rtol=rtol)
     else:
         T, iterations = promax(L[valid], power=power, max_iter=max_iter, rtol=rtol)
     # sort by variance, then the sign rule of xsvd (largest-magnitude entry positive)
     Lr = L[valid] @ T
-    ss = (Lr**2).sum(axis=0)
-    order = np.argsort(-ss, kind="stable")
-    T = T[:, order]
-    Lr = Lr[:, order]
-    sign = np.where(Lr.max(axis=0) + Lr.min(axis=0) >= 0, 1.0, -1.0)
-    T = T * sign
+    ss = xp.sum(Lr**2, axis=0)
+    order = xp.argsort(-ss, stable=True)
+    T = xp.take(T, order, axis=1)
+    Lr = xp.take(Lr, order, axis=1)
+    negative = xp.max(Lr, axis=0) + xp.min(Lr, axis=0) < 0
+    T = T * (1.0 - 2.0 * xp.astype(negative, xp.float64))
     L_rot = L @ T  # NaN rows stay NaN
-    S_rot = np.sqrt(ss[order])
+    S_rot = xp.sqrt(xp.take(ss, order))
     with np.errstate(divide="ignore", invalid="ignore"):
-        V_rot = L_rot / np.where(S_rot > 0, S_rot, 1.0)
+        V_rot = L_rot / xp.where(S_rot > 0, S_rot, 1.0)
     name = layout.name if layout.name is not None else "data"
     V_lab = layout.label_features(
-        V_rot.astype(backend.numpy_dtype(vdata.dtype), copy=False),
+        backend.astype(V_rot, vdata.dtype, copy=False),
         "V",
         {"long_name": f"{method}-rotated patterns of {name}"},
     )
-    V_lab = V_lab.copy(data=backend.on_backend_of(V_lab.data, vdata))
     rot_T = xr.DataArray(T, dims=(UNROTATED, COMPONENT))
     U = _rotate_scores(res.U.isel(first), rot_T, "U")
     U.attrs = {"long_name": f"{method}-rotated principal components of {name} (unit norm)"}
@@ -350,13 +354,21 @@ def rotate(
     return RotatedResult(res, U, S_rot, V_lab, T, total_ss, settings)
 
 
+def _where_like(x, like):
+    """``x`` in the memory of ``like``: itself when it is there, else moved (counted)."""
+    same = backend.namespace(x) is backend.namespace(like)
+    if same and backend.device(x) == backend.device(like):
+        return x
+    return backend.transfer(backend.to_numpy(x), like)
+
+
 def _rotate_scores(scores: xr.DataArray, T: xr.DataArray, name: str) -> xr.DataArray:
     """``scores @ inv(T).T``: unrotated scores (unit-norm scale) to rotated ones."""
-    M = np.linalg.inv(np.asarray(T.values, dtype=np.float64)).T
+    xp = backend.api(T.data)
+    M = xp.linalg.inv(xp.astype(T.data, xp.float64)).T
+    M = _where_like(M, scores.data)
     k = M.shape[0]
     M = xr.DataArray(M, dims=(UNROTATED, COMPONENT), coords={COMPONENT: component_labels(k)})
-    if backend.namespace(scores.data) is not np:
-        M = M.copy(data=backend.on_backend_of(M.data, scores.data))
     src = scores.drop_vars(COMPONENT).rename({COMPONENT: UNROTATED})
     dims = [d for d in scores.dims if d != COMPONENT]
     M = M.copy(data=backend.astype(M.data, backend.numpy_dtype(scores.dtype), copy=False))
@@ -372,10 +384,11 @@ def _rotate_scores(scores: xr.DataArray, T: xr.DataArray, name: str) -> xr.DataA
 
 
 # ------------------------------------------------------------ pure arrays
-def varimax(L: np.ndarray, *, max_iter: int = 1000, rtol: float = 1e-8) -> tuple[Any, int]:
+def varimax(L, *, max_iter: int = 1000, rtol: float = 1e-8) -> tuple[Any, int]:
     """The orthogonal varimax rotation ``T`` (n x n) of loadings ``L`` (p x n).
 
-    Kaiser-normalized: the rows of ``L`` are divided by their norms first
+    ``L`` of any array library (NumPy, CuPy, a device's): ``T`` is computed
+    where it is, in its dtype. Kaiser-normalized: the rows of ``L`` are divided by their norms first
     (rows of norm 0 are left out). Returns ``(T, iterations)``; warns when
     ``max_iter`` iterations did not reach ``rtol``.
 
@@ -387,18 +400,19 @@ def varimax(L: np.ndarray, *, max_iter: int = 1000, rtol: float = 1e-8) -> tuple
     >>> bool(np.allclose(T.T @ T, np.eye(3)))
     True
     """
+    xp = backend.api(L)
     A = _kaiser(L)
     p, n = A.shape
-    T = np.eye(n)
+    T = xp.eye(n, dtype=xp.float64, device=backend.device(L))
     if p == 0:
         return T, 0
     crit = 0.0
     for it in range(1, max_iter + 1):
         B = A @ T
-        G = A.T @ (B**3 - B * ((B**2).sum(axis=0) / p))
-        u, s, vt = np.linalg.svd(G)
+        G = A.T @ (B**3 - B * (xp.sum(B**2, axis=0) / p))
+        u, s, vt = xp.linalg.svd(G)
         T = u @ vt
-        old, crit = crit, float(s.sum())
+        old, crit = crit, backend.to_scalar(xp.sum(s))  # one number to the host
         if crit == 0.0 or abs(crit - old) <= rtol * crit:
             return T, it
     warnings.warn(
@@ -411,10 +425,9 @@ def varimax(L: np.ndarray, *, max_iter: int = 1000, rtol: float = 1e-8) -> tuple
     return T, max_iter
 
 
-def promax(
-    L: np.ndarray, *, power: float = 4, max_iter: int = 1000, rtol: float = 1e-8
-) -> tuple[Any, int]:
-    """The oblique promax rotation ``T`` (n x n) of loadings ``L`` (p x n).
+def promax(L, *, power: float = 4, max_iter: int = 1000, rtol: float = 1e-8) -> tuple[Any, int]:
+    """The oblique promax rotation ``T`` (n x n) of loadings ``L`` (p x n), of any array
+    library (computed where ``L`` is).
 
     Varimax first; then the Kaiser-normalized varimax loadings raised to
     ``power`` (signs kept) are the target that ``T`` fits by least squares,
@@ -429,16 +442,18 @@ def promax(
     >>> np.diag(phi).round(12)
     array([1., 1., 1.])
     """
+    xp = backend.api(L)
     R, iterations = varimax(L, max_iter=max_iter, rtol=rtol)
     A = _kaiser(L @ R)
-    target = A * np.abs(A) ** (power - 1)
-    C, *_ = np.linalg.lstsq(A, target, rcond=None)
-    d = np.sqrt(np.diag(np.linalg.pinv(C.T @ C)))
+    target = A * xp.abs(A) ** (power - 1)
+    C = xp.linalg.pinv(A) @ target  # least squares (A has full column rank)
+    d = xp.sqrt(xp.linalg.diagonal(xp.linalg.pinv(C.T @ C)))
     return R @ (C * d), iterations
 
 
-def _kaiser(L: np.ndarray) -> np.ndarray:
+def _kaiser(L):
     """Rows divided by their norms (the square roots of the communalities); zero rows dropped."""
-    h = np.sqrt((L**2).sum(axis=1))
+    xp = backend.api(L)
+    h = xp.sqrt(xp.sum(L**2, axis=1))
     keep = h > 0
-    return L[keep] / h[keep, None]
+    return L[keep] / h[keep][:, None]
