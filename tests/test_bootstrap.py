@@ -154,3 +154,89 @@ def test_errors_say_what_was_wrong():
     bad[3, 2] = np.nan
     with pytest.raises(xsvd.MissingValueError, match="NaN at some samples"):
         xsvd.bootstrap(bad, 2, 5, dim="time")
+
+
+# ------------------------------------------------- stopping as the core's solvers (issue 29)
+def _slow(m=600, nf=200, seed=0):
+    """Features of slowly decaying variance (1 / j): few passes leave the S off by percents."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, nf)) / np.sqrt(np.arange(1, nf + 1))
+    X = X @ np.linalg.qr(rng.standard_normal((nf, nf)))[0]
+    return xr.DataArray(X, dims=("time", "x"))
+
+
+def test_stops_when_converged_and_says_why():
+    """By default the passes stop when every replicate's estimates are below tol=1e-6 (was a
+    fixed n_power_iter=4): fewer reads than 6 here, errors that bound the true ones."""
+    da = _field(m=120, land=False)
+    boot = xsvd.bootstrap(da, 2, 10, dim="time", seed=0)
+    s = boot.settings
+    assert s["stopped"] == "converged" and s["tol"] == 1e-6
+    assert s["reads"] == s["passes"] + 1 < 6
+    assert s["estimated_error"] <= 1e-6
+    exact = xsvd.exact(da, dim="time", center=True).S.values[:2]
+    errors = boot.errors
+    assert "error_bounds" not in errors.attrs  # bounds, as for xsvd.compressed
+    assert np.all(errors["S"].values >= np.abs(boot.S.values - exact))
+    assert np.all(errors["S_relative"].values <= 1e-6)
+    # the cap of the core: at most DEFAULT_N_POWER_ITER + 1 passes, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        capped = xsvd.bootstrap(_slow(m=200, nf=150), 6, 3, dim="time", seed=0)
+    assert capped.settings["passes"] <= 8 and capped.settings["stopped"] in ("cap", "converged")
+
+
+def test_tol_and_max_passes_are_taken_as_by_compressed():
+    da = _slow(m=300, nf=120)
+    loose = xsvd.bootstrap(da, 3, 4, dim="time", seed=0, tol=1e-2)
+    tight = xsvd.bootstrap(da, 3, 4, dim="time", seed=0, tol=1e-9, max_passes=30)
+    assert loose.settings["passes"] < tight.settings["passes"]
+    assert loose.settings["estimated_error"] <= 1e-2 and tight.settings["estimated_error"] <= 1e-9
+    with pytest.warns(RuntimeWarning, match="tol=1e-12 was not reached in max_passes=2"):
+        short = xsvd.bootstrap(da, 3, 4, dim="time", seed=0, tol=1e-12, max_passes=2)
+    assert short.settings["stopped"] == "cap" and short.settings["reads"] == 3
+    full = xsvd.bootstrap(_field(m=20, land=False), 2, 4, dim="time", seed=0, tol=1e-12)
+    assert full.settings["stopped"] == "space full"  # 13 + 7 columns: the 20 samples
+    assert full.errors["S_relative"].max() < 1e-12
+
+
+def test_few_fixed_passes_say_so():
+    """Issue 31, item 5: n_power_iter=0 gave S 4x too small with no estimate and no warning,
+    n_power_iter=1 percents off; now the estimates bound the errors and a warning says so."""
+    da = _slow()
+    exact = xsvd.exact(da, dim="time", center=True).S.values[:3]
+    with pytest.warns(RuntimeWarning, match="n_power_iter=0 leaves the replicates unconverged"):
+        zero = xsvd.bootstrap(da, 3, 5, dim="time", seed=0, n_power_iter=0)
+    assert np.abs(zero.S.values - exact).max() > 0.5 * exact[0]  # wrong, and it says so:
+    assert np.isinf(zero.errors["S"].values).all() and np.isinf(zero.settings["estimated_error"])
+    with pytest.warns(RuntimeWarning, match="n_power_iter=1 leaves the replicates unconverged"):
+        one = xsvd.bootstrap(da, 3, 5, dim="time", seed=0, n_power_iter=1)
+    true = np.abs(one.S.values - exact)
+    assert true.max() > 0.01 * exact[2]  # percents off
+    assert np.all(one.errors["S"].values >= true)
+    assert one.settings["stopped"] == "n_power_iter" and one.settings["passes"] == 2
+
+
+def test_options_are_declared_once():
+    import inspect
+
+    from xsvd.core.options import CompressedOptions
+
+    params = inspect.signature(xsvd.bootstrap).parameters
+    for name in ("n_power_iter", "n_oversamples", "seed", "tol", "max_passes"):
+        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY
+        assert params[name].default == getattr(CompressedOptions(), name)
+    assert params["seed"].default is None and params["n_power_iter"].default is None
+    da = _field(m=30)
+    with pytest.raises(ValueError, match="dtype='float32' does not apply to the bootstrap"):
+        xsvd.bootstrap(da, 2, 3, dim="time", dtype="float32")
+    with pytest.raises(ValueError, match="krylov=False does not apply to the bootstrap"):
+        xsvd.bootstrap(da, 2, 3, dim="time", krylov=False)
+    with pytest.raises(ValueError, match="either n_power_iter .* or tol"):
+        xsvd.bootstrap(da, 2, 3, dim="time", n_power_iter=2, tol=1e-3)
+    with pytest.raises(ValueError, match="max_passes bounds the passes that tol asks for"):
+        xsvd.bootstrap(da, 2, 3, dim="time", max_passes=3)
+    with pytest.raises(ValueError, match="n_power_iter must be an integer >= 0, got True"):
+        xsvd.bootstrap(da, 2, 3, dim="time", n_power_iter=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_iter'"):
+        xsvd.bootstrap(da, 2, 3, dim="time", n_iter=3)
