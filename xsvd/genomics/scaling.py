@@ -64,7 +64,10 @@ def patterson_scaling(
         name ``dim`` as their sample dimension (the attribute
         ``xsvd_sample_dim``), so ``.svd`` takes it without ``dim=``; packed
         genotypes (:func:`open_plink`, :func:`pack_genotypes`) stay packed,
-        chunk by chunk.
+        chunk by chunk, and data on a device (CuPy, any array-API library)
+        stay there. The weights are plain NumPy numbers wherever the data
+        live (what ``weights=`` takes); the per-variant counts come to the
+        host once (two vectors, counted by :data:`xsvd.core.backend.TRANSFERS`).
 
     Notes
     -----
@@ -109,15 +112,21 @@ def patterson_scaling(
 
 
 def select_variants(gt: xr.DataArray, vdim: Hashable, idx: np.ndarray) -> xr.DataArray:
-    """``gt.isel({vdim: idx})`` for sorted ``idx``; Dask chunks of packed genotypes stay packed.
+    """``gt.isel({vdim: idx})`` (positions on the host) for data on any backend.
 
     Dask's fancy indexing joins and takes blocks with ``np.take``, which
     unpacks packed genotypes to float32 (16 times their size: 270 MB for a
-    16 MiB chunk of a ``.bed``). Here each chunk keeps its own selected
-    rows, packed, in a chunk of its own; chunks left with no rows are dropped.
+    16 MiB chunk of a ``.bed``). For sorted ``idx`` each chunk of packed
+    genotypes keeps its own selected rows, packed, in a chunk of its own;
+    chunks left with no rows are dropped. In-memory arrays of any library
+    (CuPy, array-api-strict's devices) are taken with their namespace's
+    ``take``, the positions moved once to the data's device.
     """
     data = gt.data
-    if not (backend.is_dask(data) and backend.is_packed(data)):
+    idx = np.asarray(idx)
+    if not backend.is_dask(data) and not backend.is_packed(data):
+        return _take_in_memory(gt, vdim, idx)
+    if not (backend.is_dask(data) and backend.is_packed(data)) or np.any(np.diff(idx) < 0):
         return gt.isel({vdim: idx})
     import dask.array as da
 
@@ -148,6 +157,17 @@ def _take(block, key):
     return block[key]
 
 
+def _take_in_memory(gt: xr.DataArray, vdim: Hashable, idx: np.ndarray) -> xr.DataArray:
+    """``gt.isel({vdim: idx})`` through the array API: the data stay on their device (NumPy,
+    CuPy or any array-API library, whose arrays take no NumPy index arrays)."""
+    data = gt.data
+    picked = backend.api(data).take(
+        data, backend.transfer(idx, like=data), axis=gt.get_axis_num(vdim)
+    )
+    coords = gt.coords.to_dataset().isel({vdim: idx}).coords
+    return xr.DataArray(picked, dims=gt.dims, coords=coords, name=gt.name, attrs=gt.attrs)
+
+
 def _called_sums(a):
     """Per-row sum and count of the called (non-missing) values of a 2-D array."""
     if backend.is_dask(a):
@@ -162,27 +182,26 @@ def _called_sums(a):
 
 
 def _block_sums(b):
-    """Per-row sums and counts of called values of one block, a few rows at a time."""
+    """Per-row sums and counts of called values of one block, a few rows at a time on the
+    block's device; the two vectors come to the host once (NumPy)."""
     row_bytes = math.ceil(b.shape[1] * backend.bytes_per_value(b))
     step = max(1, COUNT_BLOCK_BYTES // max(1, row_bytes))
     sums, counts = [], []
     for r0 in range(0, b.shape[0], step):
-        s, c = _rows_sums(b[r0 : r0 + step])
+        s, c = _rows_sums(b[r0 : min(r0 + step, b.shape[0]), :])  # in bounds (the standard)
         sums.append(s)
         counts.append(c)
     if not sums:
         return np.zeros(0), np.zeros(0, dtype=np.int64)
-    return np.concatenate(sums), np.concatenate(counts)
+    xp = backend.api(sums[0])
+    return backend.to_numpy(xp.concat(sums)), backend.to_numpy(xp.concat(counts))
 
 
 def _rows_sums(b):
     if backend.is_packed(b) and not b.transposed:
         s, _, c = b.called_stats()
-        return backend.to_numpy(s), backend.to_numpy(c)
-    xp = backend.namespace(b)
-    x = b.astype(np.float64) if backend.is_packed(b) else xp.asarray(b, dtype=np.float64)
+        return s, c
+    xp = backend.api(b)
+    x = b.astype(np.float64) if backend.is_packed(b) else backend.astype(b, np.float64)
     ok = ~GENOTYPES.mask(xp, x)
-    return (
-        backend.to_numpy(xp.where(ok, x, 0).sum(axis=1)),
-        backend.to_numpy(ok.sum(axis=1)),
-    )
+    return xp.sum(xp.where(ok, x, 0.0), axis=1), xp.sum(backend.astype(ok, np.int64), axis=1)

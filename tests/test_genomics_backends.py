@@ -1,0 +1,96 @@
+"""Every public genomics function on every backend (issue 29).
+
+NumPy, Dask cut along the variants and along the samples, array-api-strict's
+second device (which refuses implicit conversion to NumPy and mixing devices,
+as CuPy does) and, with a GPU, CuPy: each function gives NumPy's numbers
+(1e-10; identical for counts, packed bytes and written files), returns its
+arrays where the data live (on the device, or lazily for Dask), and moves
+values to the host only through ``backend.transfer`` (counted), once per array
+where a file needs them. ``tracy_widom`` of a device result is in
+tests/test_genomics_device.py; ``open_plink`` and ``open_pgen`` read files into
+host (Dask) arrays and take no data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import xsvd
+from xsvd.core import backend as xb
+
+K = 4
+
+
+def _on(backend, obj: xr.DataArray) -> xr.DataArray:
+    return obj.copy(data=backend(np.asarray(obj.values)))
+
+
+def _lives_on(backend, x) -> None:
+    """``x`` is where ``backend`` puts data: lazy for Dask, on the device for the others."""
+    if backend.lazy:
+        assert xb.is_dask(x), type(x)
+    elif backend.name == "strict":
+        import array_api_strict
+
+        assert xb.api(x) is array_api_strict and str(xb.device(x)) == str(
+            array_api_strict.Device("device1")
+        ), type(x)
+    elif "cupy" in backend.name:
+        assert xb.is_cupy(x), type(x)
+    else:
+        assert isinstance(x, np.ndarray), type(x)
+
+
+def _close(got, want: np.ndarray) -> None:
+    scale = float(np.nanmax(np.abs(want))) or 1.0
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10 * scale)
+
+
+@pytest.fixture(scope="module")
+def genotypes() -> xr.DataArray:
+    """Float64 genotypes with 2% missing calls, a monomorphic variant and allele codes."""
+    gt = xsvd.datasets.genotypes(n_variants=400, n_samples=60, n_populations=3, seed=3)
+    values = gt.values.astype(np.float64)
+    values[np.random.default_rng(0).random(values.shape) < 0.02] = np.nan
+    values[5] = 0.0  # monomorphic: patterson_scaling drops it
+    n = gt.sizes["variants"]
+    return gt.copy(data=values).assign_coords(
+        chrom=("variants", np.full(n, "1")),
+        allele_1=("variants", np.where(np.arange(n) % 2 == 0, "A", "C")),
+        allele_2=("variants", np.where(np.arange(n) % 2 == 0, "G", "T")),
+    )
+
+
+@pytest.fixture(scope="module")
+def reference(genotypes):
+    """The reference samples (every other one), scaled, their PCA on NumPy, and the new
+    samples at the reference's variants, in another order, some with swapped alleles."""
+    kept, w = xsvd.patterson_scaling(genotypes.isel(samples=slice(0, None, 2)))
+    res = _pca(kept, w)
+    new = genotypes.isel(samples=slice(1, None, 2)).sel(variants=kept.variants.values[::-1])
+    swap = np.arange(new.sizes["variants"]) % 5 == 0
+    new = new.copy(data=np.where(swap[:, None], 2 - new.values, new.values)).assign_coords(
+        allele_1=("variants", np.where(swap, new.allele_2.values, new.allele_1.values)),
+        allele_2=("variants", np.where(swap, new.allele_1.values, new.allele_2.values)),
+    )
+    return kept, w, res, new
+
+
+def _pca(kept, w):
+    return kept.svd.exact(k=K, dim="samples", center=True, weights=w, missing="mean")
+
+
+def test_patterson_scaling(backend, genotypes):
+    """It raised IndexError on the device (NumPy-style indexing with one index)."""
+    kept, w = xsvd.patterson_scaling(genotypes)
+    xb.TRANSFERS.reset()
+    got, w_got = xsvd.patterson_scaling(_on(backend, genotypes))
+    # the per-variant sums and counts come to the host, the data never do
+    assert xb.TRANSFERS.largest("to_host") <= genotypes.sizes["variants"]
+    _lives_on(backend, got.data)
+    assert got.sizes == kept.sizes and got.attrs == kept.attrs
+    np.testing.assert_array_equal(backend.host(got.data), kept.values)
+    np.testing.assert_array_equal(got.variants.values, kept.variants.values)
+    xr.testing.assert_identical(w_got, w)  # plain NumPy numbers, what weights= takes
