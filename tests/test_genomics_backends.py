@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
+from conftest import on_strict_device
 
 import xsvd
 from xsvd.core import backend as xb
@@ -94,3 +95,36 @@ def test_patterson_scaling(backend, genotypes):
     np.testing.assert_array_equal(backend.host(got.data), kept.values)
     np.testing.assert_array_equal(got.variants.values, kept.variants.values)
     xr.testing.assert_identical(w_got, w)  # plain NumPy numbers, what weights= takes
+
+
+def _calls_on(backend, calls: np.ndarray):
+    """VCF-Zarr calls ``(variants, samples, ploidy)`` on ``backend`` (Dask: chunked along the
+    variants for dask-samples, along the samples for dask-features)."""
+    if backend.name == "strict":
+        return on_strict_device(calls)
+    if "cupy" in backend.name:
+        import cupy
+
+        calls = cupy.asarray(calls)
+    if not backend.lazy:
+        return calls
+    import dask.array as da
+
+    chunks = (7, -1, -1) if backend.name.endswith("samples") else (-1, 4, -1)
+    return da.from_array(calls, chunks=chunks)
+
+
+def test_dosage(backend):
+    """It raised TypeError / AttributeError on the device (NumPy's methods)."""
+    rng = np.random.default_rng(1)
+    calls = rng.integers(-1, 3, size=(30, 11, 2)).astype(np.int8)  # -1 missing, 2 multi-allelic
+    ds = xr.Dataset(
+        {"call_genotype": (("variants", "samples", "ploidy"), calls)},
+        coords={"variant_position": ("variants", np.arange(30) * 10)},
+    )
+    want = xsvd.dosage(ds)
+    got = xsvd.dosage(ds.copy(data={"call_genotype": _calls_on(backend, calls)}))
+    _lives_on(backend, got.data)
+    assert got.dims == want.dims and xb.numpy_dtype(got.dtype) == np.float32
+    np.testing.assert_array_equal(backend.host(got.data), want.values)
+    np.testing.assert_array_equal(got.variant_position.values, want.variant_position.values)

@@ -24,7 +24,9 @@ def dosage(ds: xr.Dataset, *, genotype: str = "call_genotype") -> xr.DataArray:
     (``variant_position``, ``variant_contig``, ``sample_id``, ...) become
     coordinates; ``sample_id`` labels the samples. The result names
     ``samples`` as its sample dimension (the attribute ``xsvd_sample_dim``),
-    so ``.svd`` takes it without ``dim=``.
+    so ``.svd`` takes it without ``dim=``. The dosages are computed where the
+    calls are (NumPy, Dask chunks, CuPy or any array-API library's device)
+    and stay there.
 
     Examples
     --------
@@ -56,7 +58,8 @@ def dosage(ds: xr.Dataset, *, genotype: str = "call_genotype") -> xr.DataArray:
     for name, var in ds.variables.items():
         if name in out.coords or var.ndim != 1 or var.dims[0] not in out.dims:
             continue
-        if var.dtype.kind in "biufUSOMT":  # T: NumPy 2 strings (bio2zarr's variant_id)
+        # T: NumPy 2 strings (bio2zarr's variant_id); a device's dtypes known by name
+        if backend.numpy_dtype(var.dtype).kind in "biufUSOMT":
             coords[name] = var
     out = out.assign_coords(coords)
     if "sample_id" in out.coords and "samples" not in out.indexes:
@@ -67,8 +70,9 @@ def dosage(ds: xr.Dataset, *, genotype: str = "call_genotype") -> xr.DataArray:
 
 
 def _dosage_block(g):
-    xp = backend.namespace(g)
-    missing = GENOTYPES.mask(xp, g).any(axis=-1)  # an allele index < 0 is a missing call
+    """Dosages of one block of calls, on its device (through the array API)."""
+    xp = backend.api(g)
+    missing = xp.any(GENOTYPES.mask(xp, g), axis=-1)  # an allele index < 0 is a missing call
     # count of non-reference alleles (0/2 at a multi-allelic site counts 1, as in sgkit)
-    out = (g > 0).sum(axis=-1, dtype=np.int16).astype(np.float32)
-    return xp.where(missing, xp.float32(np.nan), out)
+    count = xp.sum(backend.astype(g > 0, np.int16), axis=-1, dtype=xp.int16)
+    return backend.where(missing, np.nan, backend.astype(count, np.float32))
