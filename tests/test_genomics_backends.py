@@ -128,3 +128,17 @@ def test_dosage(backend):
     assert got.dims == want.dims and xb.numpy_dtype(got.dtype) == np.float32
     np.testing.assert_array_equal(backend.host(got.data), want.values)
     np.testing.assert_array_equal(got.variant_position.values, want.variant_position.values)
+
+
+def test_pack_genotypes(backend, genotypes):
+    """It raised AttributeError 'astype' on the device."""
+    gt = genotypes.astype(np.float32)
+    want = xsvd.pack_genotypes(gt)
+    got = xsvd.pack_genotypes(_on(backend, gt))
+    assert xb.is_packed(got.data) and got.dims == gt.dims
+    if not backend.lazy:  # the same bytes, on the data's device
+        _lives_on(backend, got.data.data)
+        np.testing.assert_array_equal(xb.to_numpy(got.data.data), want.data.data)
+    else:
+        assert xb.is_dask(got.data)
+    np.testing.assert_array_equal(backend.host(got.data), gt.values)
