@@ -142,3 +142,39 @@ def test_pack_genotypes(backend, genotypes):
     else:
         assert xb.is_dask(got.data)
     np.testing.assert_array_equal(backend.host(got.data), gt.values)
+
+
+@pytest.mark.parametrize("method", ["lzw", "oadp"])
+def test_project_samples(backend, reference, method):
+    """lzw raised TypeError on the device (host factors times device scores), oadp
+    "Can't convert array on the device1 device to a NumPy array"."""
+    kept, w, res, new = reference
+    want = xsvd.project_samples(res, new, method=method)
+    res_b, new_b = _pca(_on(backend, kept), w), _on(backend, new)
+    xb.TRANSFERS.reset()
+    got = xsvd.project_samples(res_b, new_b, method=method)
+    assert xb.TRANSFERS.largest("to_host") < new.size // 4  # the data stay where they are
+    _lives_on(backend, got.data)
+    assert got.dims == want.dims and got.attrs == want.attrs
+    _close(backend.host(got.data), want.values)
+    np.testing.assert_array_equal(got.samples.values, want.samples.values)
+    if method == "lzw":
+        _close(got.shrinkage.values, want.shrinkage.values)
+
+
+def test_shrinkage_factors_live_where_the_result_does(backend, reference):
+    """On a device result they were NumPy: device scores could not be divided by them."""
+    kept, w, res, new = reference
+    want = xsvd.shrinkage_factors(res)
+    res_b = _pca(_on(backend, kept), w)
+    got = xsvd.shrinkage_factors(res_b)
+    if backend.lazy:  # a Dask PCA's result is computed: NumPy
+        assert isinstance(got.data, np.ndarray)
+    else:
+        _lives_on(backend, got.data)
+    _close(backend.host(got.data), want.values)
+    assert got.attrs.keys() == want.attrs.keys() and got.attrs["n_spikes"] == want.attrs["n_spikes"]
+    # their use: dividing the plain projection of new samples on the same device
+    plain = xsvd.project_samples(res_b, _on(backend, new), shrinkage=False)
+    corrected = xsvd.project_samples(res_b, _on(backend, new), shrinkage=got)
+    _close(backend.host((plain / got).data), backend.host(corrected.data))

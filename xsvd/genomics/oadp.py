@@ -4,14 +4,16 @@ The arithmetic behind ``project_samples(..., method="oadp")`` (Zhang, Dey &
 Lee 2020, FRAPOSA), on plain arrays:
 
 - :func:`cross_products`: one pass over the new samples' genotypes (NumPy,
-  CuPy, packed, or Dask chunks of any of these; each chunk read once for all
-  the new samples) gives, per new sample ``y`` (centered and weighted as the
-  reference was), ``V y`` (its products with the reference's ``K``
-  principal axes) and ``|y|**2``.
+  CuPy, packed, any array-API library's device, or Dask chunks of these;
+  each chunk read once for all the new samples) gives, per new sample ``y``
+  (centered and weighted as the reference was), ``V y`` (its products with
+  the reference's ``K`` principal axes) and ``|y|**2``, on the data's device.
 - :func:`oadp_scores`: from those ``K + 1`` numbers and the reference's
   ``U`` and ``S``, the PCA of the reference augmented with the sample, and
   the Procrustes map of the augmented reference scores onto the original
-  ones, applied to the sample's augmented score.
+  ones, applied to the sample's augmented score. These small batched
+  factorizations run in NumPy on the host: the ``K + 1`` numbers per sample
+  go there in one counted move, and the ``k`` scores per sample come back.
 
 Why it works, and why it is cheap: the reference (``n`` samples) is
 ``U diag(S) V`` (its top ``K`` components); with a new sample ``y`` the
@@ -56,25 +58,32 @@ def cross_products(x, mean, weights, V):
         (NumPy, CuPy, packed, or a Dask array of them); NaN or negative
         values are missing calls, which stand for the reference mean (they
         add nothing).
-    mean, weights : NumPy arrays (p,)
-        The reference's centering and weights; NaN in ``mean`` marks
-        variants with no reference value (left out).
-    V : NumPy array (p, K)
-        The reference's principal axes.
+    mean, weights : arrays (p,)
+        The reference's centering and weights (``weights`` None: ones), on
+        the host or on the device of ``x`` (its chunks', for Dask); NaN in
+        ``mean`` marks variants with no reference value (left out).
+    V : array (p, K)
+        The reference's principal axes, on the host or that device.
 
     Returns
     -------
     array (m, K + 1), float64
-        Columns ``0..K-1``: ``V^T y``; column ``K``: ``|y|**2``. Lazy (Dask)
-        for Dask ``x``, one block per chunk of samples.
+        Columns ``0..K-1``: ``V^T y``; column ``K``: ``|y|**2``, on the
+        device of ``x``. Lazy (Dask) for Dask ``x``, one block per chunk of
+        samples.
     """
     K = V.shape[1]
-    usable = np.isfinite(mean) & np.isfinite(weights) & np.isfinite(V).all(axis=1)
-    mean = np.where(usable, mean, 0.0)
-    weights = np.where(usable, weights, 0.0)  # a weight of 0: the variant adds nothing
-    V = np.where(usable[:, None], V, 0.0)
+    like = backend.chunk_type(x)  # where the data (or their chunks) are: the vectors go there
+    mean, V = (backend.astype(backend.transfer(a, like=like), np.float64) for a in (mean, V))
+    xp = backend.api(V)
+    weights = xp.ones_like(mean) if weights is None else weights
+    weights = backend.astype(backend.transfer(weights, like=like), np.float64)
+    usable = xp.isfinite(mean) & xp.isfinite(weights) & xp.all(xp.isfinite(V), axis=1)
+    mean = xp.where(usable, mean, 0.0)
+    weights = xp.where(usable, weights, 0.0)  # a weight of 0: the variant adds nothing
+    V = xp.where(usable[:, None], V, 0.0)
     if not backend.is_dask(x):
-        return _block_products(x, mean, weights, V)[0]
+        return _block_products(x, mean, weights, V)[0, ...]
     import dask.array as da
 
     rows = x.chunks[0]
@@ -100,30 +109,38 @@ def cross_products(x, mean, weights, V):
 
 
 def _block_products(x, mean, weights, V):
-    """``(1, m, K + 1)`` partial sums of :func:`cross_products` over a block of variants."""
-    xp = backend.namespace(x)
+    """``(1, m, K + 1)`` partial sums of :func:`cross_products` over a block of variants,
+    on the block's device (through the array API)."""
+    xp = backend.api(x)
     rows, m = x.shape
     K = V.shape[1]
-    mean, weights, V = (xp.asarray(a, dtype=np.float64) for a in (mean, weights, V))
-    out = xp.zeros((m, K + 1), dtype=np.float64)
+    mean, weights, V = (
+        backend.astype(backend.transfer(a, like=x), np.float64, copy=False)
+        for a in (mean, weights, V)
+    )
+    products = xp.zeros((m, K), dtype=xp.float64, device=backend.device(x))
+    squares = xp.zeros((m,), dtype=xp.float64, device=backend.device(x))
     step = max(1, _SUB_ELEMENTS // max(m, 1))
     for r0 in range(0, rows, step):
         r1 = min(rows, r0 + step)
         if backend.is_packed(x):
             v = x.block((r0, r1), (0, m), dtype=np.float64)
         else:
-            v = xp.asarray(x[r0:r1], dtype=np.float64)
+            v = backend.astype(x[r0:r1, :], np.float64, copy=False)
         y = (v - mean[r0:r1, None]) * weights[r0:r1, None]
         y = xp.where(GENOTYPES.mask(xp, v), 0.0, y)  # a missing call: the reference mean
-        out[:, :K] += y.T @ V[r0:r1]
-        out[:, K] += (y * y).sum(axis=0)
-    return out[None]
+        products = products + y.T @ V[r0:r1, :]
+        squares = squares + xp.sum(y * y, axis=0)
+    return xp.concat([products, squares[:, None]], axis=1)[None, ...]
 
 
 def reference_geometry(U) -> tuple:
-    """What the Procrustes fit needs of the reference's ``U`` (n, K): ``(n, U^T U, means)``."""
-    U = np.asarray(U, dtype=np.float64)
-    return U.shape[0], U.T @ U, U.mean(axis=0)
+    """What the Procrustes fit needs of the reference's ``U`` (n, K): ``(n, U^T U, means)``,
+    computed where ``U`` lives; the ``K x K`` and ``K`` numbers come to the host (NumPy)."""
+    (U,) = backend.compute(U)
+    U = backend.astype(U, np.float64, copy=False)
+    H, means = U.T @ U, backend.api(U).mean(U, axis=0)
+    return U.shape[0], backend.to_numpy(H), backend.to_numpy(means)
 
 
 def oadp_scores(products, S, geometry, k: int, k_augmented: int):
@@ -132,8 +149,9 @@ def oadp_scores(products, S, geometry, k: int, k_augmented: int):
     Parameters
     ----------
     products : array (m, K + 1)
-        :func:`cross_products` of the new samples (NumPy; a Dask array gives
-        a lazy result, block by block of samples).
+        :func:`cross_products` of the new samples (on any device: the scores
+        come back on it; a Dask array gives a lazy result, block by block of
+        samples).
     S : NumPy array (K,)
         The reference's singular values.
     geometry : tuple
@@ -154,18 +172,20 @@ def oadp_scores(products, S, geometry, k: int, k_augmented: int):
             k_augmented,
             chunks=(products.chunks[0], (k,)),
             dtype=np.float64,
-            meta=np.empty((0, 0), dtype=np.float64),
+            meta=backend.namespace(products).empty((0, 0), dtype=np.float64),
         )
     return _scores_block(products, S, geometry, k, k_augmented)
 
 
 def _scores_block(products, S, geometry, k, k_augmented):
-    products = backend.to_numpy(products)
-    out = np.empty((products.shape[0], k))
-    for a in range(0, products.shape[0], _BATCH):
-        b = min(a + _BATCH, products.shape[0])
-        out[a:b] = _augment_and_fit(products[a:b], S, geometry, k, k_augmented)
-    return out / S[:k]
+    """The scores of a block of samples, on the device of their ``products``: the small
+    factorizations run in NumPy (one counted move there and one back)."""
+    host = backend.to_numpy(products)
+    out = np.empty((host.shape[0], k))
+    for a in range(0, host.shape[0], _BATCH):
+        b = min(a + _BATCH, host.shape[0])
+        out[a:b] = _augment_and_fit(host[a:b], S, geometry, k, k_augmented)
+    return backend.transfer(out / S[:k], like=products)
 
 
 def _augment_and_fit(products, S, geometry, k, k2):

@@ -18,7 +18,8 @@ import xarray as xr
 from ..core import backend
 from . import oadp
 from .plink import BED_CHUNK_BYTES
-from .results import spectrum, variant_dim
+from .results import host_values, spectrum, variant_dim
+from .scaling import select_variants
 
 __all__ = ["project_samples", "shrinkage_factors"]
 
@@ -61,9 +62,12 @@ def shrinkage_factors(res) -> xr.DataArray:
     -------
     xarray.DataArray
         Along ``component``: the factors ``rho_k`` (between 0 and 1 for the
-        structure components); divide projected scores by them. Attributes:
-        the noise variance (over the trace), ``gamma`` and the number of
-        components above the noise edge.
+        structure components); divide projected scores by them. They live
+        where the result's ``S`` lives (NumPy, or the result's device, moved
+        there once: the ``k`` numbers are computed on the host), so that
+        device scores divide by them. Attributes: the noise variance (over
+        the trace), ``gamma`` and the number of components above the noise
+        edge.
 
     References
     ----------
@@ -82,6 +86,12 @@ def shrinkage_factors(res) -> xr.DataArray:
     >>> xsvd.shrinkage_factors(res).values.round(2)
     array([0.74, 0.72, 0.24, 0.24])
     """
+    host = _shrinkage(res)
+    return host.copy(data=backend.transfer(host.values, like=res.S.data))
+
+
+def _shrinkage(res) -> xr.DataArray:
+    """:func:`shrinkage_factors` of ``res``, plain NumPy numbers on the host."""
     k, n, p, ratios = spectrum(res)
     dof = n - 1 if res.center else n
     if dof < 2 or p < k + 1:
@@ -289,11 +299,12 @@ def project_samples(
     if k_augmented is not None:
         raise ValueError("k_augmented applies to method='oadp' only.")
     if shrinkage is True:
-        factors = shrinkage_factors(res).values
+        factors = _shrinkage(res).values
     elif shrinkage is False or shrinkage is None:
         factors = np.ones(K)
-    else:
-        factors = np.asarray(shrinkage, dtype=np.float64).reshape(-1)
+    else:  # given factors, from any device (e.g. shrinkage_factors of a device result)
+        given = host_values(shrinkage) if isinstance(shrinkage, xr.DataArray) else shrinkage
+        factors = np.asarray(backend.to_numpy(given), dtype=np.float64).reshape(-1)
         if factors.size != K or not np.all(np.isfinite(factors) & (factors > 0)):
             raise ValueError(
                 f"shrinkage must be True, False or {K} positive factors (one per component), "
@@ -301,7 +312,9 @@ def project_samples(
             )
     if backend.is_packed(gt.data) and not backend.is_dask(gt.data):
         gt = gt.copy(data=_as_dask(gt.data))  # projected a block of variants at a time
-    scores = res.project(gt, missing="mean") / xr.DataArray(factors, dims=("component",))
+    scores = res.project(gt, missing="mean")
+    # the K factors go where the scores are (a device: one counted move), as the label stays
+    scores = scores / xr.DataArray(backend.transfer(factors, like=scores.data), dims="component")
     scores = scores.assign_coords(shrinkage=("component", factors))
     if k < K:
         scores = scores.isel(component=slice(0, k))
@@ -323,13 +336,17 @@ def _count(name: str, value, low: int, high: int, what: str) -> int:
 
 def _project_oadp(res, gt: xr.DataArray, vdim: Hashable, dim: Hashable, k: int, k2: int):
     """:func:`project_samples` with ``method="oadp"``: one pass, then the small updates."""
+    # the reference's arrays stay where the result lives; cross_products moves them (once,
+    # counted) to the data's device, and the few numbers the small factorizations need of
+    # U (U^T U, its means) and S come to the host
     sdims = [d for d in res.U.dims if d != "component"]
-    U = res.U.transpose(*sdims, "component").values.reshape(-1, res.U.sizes["component"])
-    S = np.asarray(res.singular_values.values, dtype=np.float64)
-    V = np.asarray(res.V.transpose(vdim, "component").values, dtype=np.float64)
-    mean = np.asarray(res.mean.transpose(vdim).values, dtype=np.float64)
+    U = res.U.transpose(*sdims, "component").data
+    U = backend.reshape(U, (-1, res.U.sizes["component"]))
+    S = np.asarray(host_values(res.singular_values), dtype=np.float64)
+    V = res.V.transpose(vdim, "component").data
+    mean = res.mean.transpose(vdim).data
     weights = res.weights
-    w = np.ones_like(mean) if weights is None else np.asarray(weights.transpose(vdim).values)
+    w = None if weights is None else np.asarray(weights.transpose(vdim).values)
     products = oadp.cross_products(gt.transpose(vdim, dim).data, mean, w, V)
     scores = oadp.oadp_scores(products, S, oadp.reference_geometry(U), k, k2)
     coords = {name: c.variable for name, c in gt.coords.items() if c.dims == (dim,)}
@@ -376,7 +393,7 @@ def _match_variants(res, gt: xr.DataArray, vdim: Hashable) -> xr.DataArray:
                 raise ValueError(
                     "The new data have duplicate variant ids; drop the duplicates first."
                 )
-            gt = gt.sel({vdim: ids})
+            gt = select_variants(gt, vdim, have.get_indexer(ids))  # on the data's device
     alleles = ("allele_1", "allele_2")
     if not all(a in ref.coords and a in gt.coords for a in alleles):
         return gt
@@ -394,8 +411,20 @@ def _match_variants(res, gt: xr.DataArray, vdim: Hashable) -> xr.DataArray:
             "allele codes (e.g. strand flips)."
         )
     if swapped.any():
-        flip = xr.DataArray(swapped, dims=(vdim,))
-        called = gt.where(gt >= 0)  # negative codes are missing calls: NaN
-        gt = xr.where(flip, 2 - called, called, keep_attrs=True)
-        gt = gt.assign_coords(allele_1=(vdim, r1), allele_2=(vdim, r2))
+        gt = _flipped(gt, vdim, swapped).assign_coords(allele_1=(vdim, r1), allele_2=(vdim, r2))
     return gt
+
+
+def _flipped(gt: xr.DataArray, vdim: Hashable, swapped: np.ndarray) -> xr.DataArray:
+    """``2 - x`` at the ``swapped`` variants, negative codes (missing calls) as NaN, on the
+    data's backend (Dask lazily; a device's arrays with the flags moved there once)."""
+    t = gt.transpose(vdim, ...)
+    x = t.data
+    if backend.is_packed(x) and not backend.is_dask(x):
+        x = x.unpack()
+    dtype = backend.numpy_dtype(x.dtype)
+    if dtype.kind not in "fc":  # as xarray's where: NaN in float32 for small integers
+        x = backend.astype(x, np.float32 if dtype.itemsize <= 2 else np.float64)
+    flip = backend.reshape(backend.transfer(swapped, like=x), (-1, 1))
+    called = backend.where(x >= 0, x, np.nan)  # negative codes are missing calls: NaN
+    return t.copy(data=backend.where(flip, 2 - called, called)).transpose(*gt.dims)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core import backend
 
-__all__ = ["spectrum", "variant_dim"]
+__all__ = ["spectrum", "variant_dim", "host_values"]
 
 
 def spectrum(res):
@@ -40,3 +40,11 @@ def variant_dim(res) -> Hashable:
             f"Expected a PCA with one variant dimension; the result's features are {dims}."
         )
     return dims[0]
+
+
+def host_values(obj) -> np.ndarray:
+    """The values of a DataArray in host memory, for files and small host arithmetic:
+    computed when lazy, and moved from a device in one counted transfer
+    (:func:`xsvd.core.backend.to_numpy`), never element by element."""
+    (data,) = backend.compute(obj.data)
+    return backend.to_numpy(data)
