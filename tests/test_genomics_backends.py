@@ -178,3 +178,40 @@ def test_shrinkage_factors_live_where_the_result_does(backend, reference):
     plain = xsvd.project_samples(res_b, _on(backend, new), shrinkage=False)
     corrected = xsvd.project_samples(res_b, _on(backend, new), shrinkage=got)
     _close(backend.host((plain / got).data), backend.host(corrected.data))
+
+
+@pytest.mark.parametrize("loadings", ["allele", "var"])
+def test_write_plink_pca(backend, reference, tmp_path, loadings):
+    """It raised "Can't convert array on the device1 device to a NumPy array"; the files of a
+    result on any backend are those of the same result on the host, byte for byte."""
+    kept, w, _, _ = reference
+    kept_b = _on(backend, kept)
+    res_b = _pca(kept_b, w)
+    m = w.attrs["n_variants"]
+    xb.TRANSFERS.reset()
+    got = xsvd.write_plink_pca(
+        res_b, tmp_path / "dev", n_variants=m, loadings=loadings, genotypes=kept_b
+    )
+    # one move per array (U, S, V, the mean, a few spectrum numbers, the call counts)
+    assert xb.TRANSFERS.count("to_host") <= 8
+    assert xb.TRANSFERS.largest("to_host") <= res_b.V.size
+    want = xsvd.write_plink_pca(
+        res_b.as_numpy(), tmp_path / "host", n_variants=m, loadings=loadings, genotypes=kept
+    )
+    assert [p.name.replace("dev", "host") for p in got] == [p.name for p in want]
+    for a, b in zip(got, want, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.name
+
+
+def test_write_eigenvec(backend, reference, tmp_path):
+    """It raised "Can't convert array on the device1 device to a NumPy array" for device
+    scores (e.g. project_samples of device data); lazy scores are computed."""
+    kept, w, _, new = reference
+    scores = xsvd.project_samples(_pca(_on(backend, kept), w), _on(backend, new))
+    _lives_on(backend, scores.data)
+    xb.TRANSFERS.reset()
+    got = xsvd.write_eigenvec(scores, tmp_path / "dev.eigenvec")
+    assert xb.TRANSFERS.count("to_host") <= 1  # the scores, once (none from NumPy or Dask)
+    host = scores.copy(data=backend.host(scores.data))
+    want = xsvd.write_eigenvec(host, tmp_path / "host.eigenvec")
+    assert got.read_bytes() == want.read_bytes()

@@ -3,7 +3,8 @@
 :func:`write_eigenvec` writes sample scores as a ``.eigenvec`` file;
 :func:`write_plink_pca` writes a whole PCA: ``.eigenvec``, ``.eigenval``,
 ``.eigenvec.allele`` or ``.eigenvec.var``, and ``.afreq``. Every file set is
-written whole or not at all.
+written whole or not at all. Files need host values: arrays on a device (or
+lazy ones) come to the host once each, counted (:func:`~xsvd.genomics.results.host_values`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import xarray as xr
 from ..core import backend
 from ..core.missing import GENOTYPES
 from .plink import coord_text
-from .results import spectrum, variant_dim
+from .results import host_values, spectrum, variant_dim
 
 __all__ = ["write_eigenvec", "write_plink_pca"]
 
@@ -33,7 +34,8 @@ def write_eigenvec(scores: xr.DataArray, path) -> Path:
     from the ``.fam``; the sample id when there is none, as
     :func:`write_plink` writes it), the sample id, and one column per
     component. Use it for ``res.U`` (what :func:`write_plink_pca` does) or
-    for the scores of :func:`project_samples`.
+    for the scores of :func:`project_samples`, on any backend: lazy scores
+    are computed, and scores on a device are copied to the host once.
 
     Parameters
     ----------
@@ -78,7 +80,7 @@ def _eigenvec_text(scores: xr.DataArray) -> str:
     iid = np.asarray(scores[sdim].values).astype(str)
     fid = coord_text(scores, "family_id", sdim, "") if "family_id" in scores.coords else iid
     _check_ids([fid, iid], ".eigenvec")
-    values = np.asarray(scores.values, dtype=np.float64)
+    values = np.asarray(host_values(scores), dtype=np.float64)
     head = "\t".join(["#FID", "IID", *(f"PC{i + 1}" for i in range(values.shape[1]))])
     lines = [head]
     for f, i, row in zip(fid, iid, values, strict=True):
@@ -137,7 +139,8 @@ def write_plink_pca(
     (``chrom``, ``allele_1``, ``allele_2``) where present, with the
     placeholders of :func:`write_plink` otherwise. Variants with a frequency
     of 0 or 1 (no information) are left out of the weights. No file is left
-    half-written.
+    half-written. A result on a device is read once per array (``U``, ``S``,
+    ``V``, the mean), each copied to the host in one counted move.
 
     Parameters
     ----------
@@ -188,7 +191,7 @@ def write_plink_pca(
         )
     base = Path(os.fspath(prefix))
     files = {base.with_name(base.name + ".eigenvec"): _eigenvec_text(res.U)}
-    S = np.asarray(res.S.values, dtype=np.float64)
+    S = np.asarray(host_values(res.S), dtype=np.float64)
     files[base.with_name(base.name + ".eigenval")] = "".join(_number(v) + "\n" for v in S**2 / m)
     if loadings is not None:
         if res.mean is None:
@@ -227,7 +230,8 @@ def _observations(res, vdim: Hashable, genotypes) -> np.ndarray | None:
             f"genotypes must be a 2-D DataArray with the PCA's variant dimension {vdim!r} "
             "(the data the PCA was made from)."
         )
-    if vdim in genotypes.coords and vdim in res.V.coords:
+    by_id = vdim in genotypes.coords and vdim in res.V.coords
+    if by_id:
         ids = res.V[vdim].values
         present = np.isin(ids, genotypes[vdim].values)
         if not present.all():
@@ -236,14 +240,19 @@ def _observations(res, vdim: Hashable, genotypes) -> np.ndarray | None:
                 f"{int((~present).sum())} variant(s) of the PCA are not in `genotypes` (e.g. "
                 f"{shown}); pass the genotypes the PCA was made from."
             )
-        genotypes = genotypes.sel({vdim: ids})
     elif genotypes.sizes[vdim] != n_var:
         raise ValueError(
             f"genotypes has {genotypes.sizes[vdim]} variants, the PCA {n_var}; pass the "
             "genotypes the PCA was made from."
         )
     sdim = next(d for d in genotypes.dims if d != vdim)
-    return 2 * _called(genotypes.transpose(vdim, sdim).data)
+    # counted where the genotypes are (any device, Dask chunk by chunk), then picked by id
+    # on the host: the data are never indexed
+    counts = _called(genotypes.transpose(vdim, sdim).data)
+    if by_id:
+        coords = {vdim: genotypes[vdim].values}
+        counts = xr.DataArray(counts, dims=vdim, coords=coords).sel({vdim: ids}).values
+    return 2 * counts
 
 
 def _called(data) -> np.ndarray:
@@ -260,23 +269,25 @@ def _called(data) -> np.ndarray:
 
 
 def _called_block(b):
+    """The called values per row of one block, counted on its device (NumPy result)."""
     if backend.is_packed(b) and not b.transposed:  # counted on the bytes
         return backend.to_numpy(b.called_stats()[2]).astype(np.int64)[:, None]
-    xp = backend.namespace(b)
-    x = xp.asarray(b)
+    xp = backend.api(b)
+    x = b.unpack() if backend.is_packed(b) else b
     called = ~GENOTYPES.mask(xp, x)  # NaN or a negative code is a missing call
-    return backend.to_numpy(called.sum(axis=1)).astype(np.int64)[:, None]
+    counts = xp.sum(backend.astype(called, np.int64), axis=1)
+    return backend.to_numpy(counts).astype(np.int64)[:, None]
 
 
 def _loadings_table(res, vdim: Hashable, m: int, obs: np.ndarray | None) -> dict:
     """Per variant: chrom, id, REF, ALT, ALT frequency, OBS_CT, and the ALT allele's weights."""
     V = res.V.transpose(vdim, "component")
-    freq = np.asarray(res.mean.transpose(vdim).values, dtype=np.float64) / 2
+    freq = np.asarray(host_values(res.mean.transpose(vdim)), dtype=np.float64) / 2
     if res.weights is not None:
         w = np.asarray(res.weights.transpose(vdim).values, dtype=np.float64)
     else:
         w = np.ones(freq.size)
-    values = np.asarray(V.values, dtype=np.float64)
+    values = np.asarray(host_values(V), dtype=np.float64)
     keep = np.isfinite(freq) & (freq > 0) & (freq < 1) & np.isfinite(values).all(axis=1)
     # PLINK's variance-standardize divides by sqrt(2p(1-p)): fold the PCA's weights in
     scale = w * np.sqrt(np.where(keep, 2 * freq * (1 - freq), 0.0)) * np.sqrt(m) / 2
