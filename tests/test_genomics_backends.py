@@ -215,3 +215,17 @@ def test_write_eigenvec(backend, reference, tmp_path):
     host = scores.copy(data=backend.host(scores.data))
     want = xsvd.write_eigenvec(host, tmp_path / "host.eigenvec")
     assert got.read_bytes() == want.read_bytes()
+
+
+def test_write_plink(backend, genotypes, tmp_path):
+    """It raised IndexError on the device; the data come to the host once, whole."""
+    xsvd.write_plink(genotypes, tmp_path / "host")
+    xb.TRANSFERS.reset()
+    xsvd.write_plink(_on(backend, genotypes), tmp_path / "dev")
+    if backend.name == "strict":
+        assert xb.TRANSFERS.count("to_host") == 1
+    for suffix in (".bed", ".bim", ".fam"):
+        got = (tmp_path / f"dev{suffix}").read_bytes()
+        assert got == (tmp_path / f"host{suffix}").read_bytes(), suffix
+    back = xsvd.open_plink(tmp_path / "dev")
+    np.testing.assert_array_equal(back.values, genotypes.values)
