@@ -240,3 +240,14 @@ def test_options_are_declared_once():
         xsvd.bootstrap(da, 2, 3, dim="time", n_power_iter=True)
     with pytest.raises(TypeError, match="unexpected keyword argument 'n_iter'"):
         xsvd.bootstrap(da, 2, 3, dim="time", n_iter=3)
+
+
+def test_error_bounds_as_the_core_decides():
+    """Fewer than 10 oversamples: rough estimates, not bounds (as xsvd.compressed says);
+    a Krylov space that fills the samples is exact whatever the oversamples."""
+    da = _field(m=80, land=False)
+    rough = xsvd.bootstrap(da, 2, 3, dim="time", seed=0, n_oversamples=4)
+    assert rough.settings["error_bounds"] is False and rough.errors.attrs["error_bounds"] == 0
+    few = xsvd.bootstrap(_field(m=12, land=False), 3, 3, dim="time", seed=0, n_oversamples=4)
+    assert few.settings["stopped"] == "space full" and few.settings["passes"] == 2
+    assert "error_bounds" not in few.settings and "error_bounds" not in few.errors.attrs

@@ -309,8 +309,8 @@ def run_batch(
     U, S = xp.stack(U), xp.stack(S)
     dots, parts = reader.read(patterns_block, counts, U, S, center, keep)
     V = xp.concat(parts, axis=1)
-    p = l - k  # the oversamples (fewer when the samples are few)
-    bounds = estimates_are_bounds(True, p, passes - 1)
+    # as the core decides; a space that fills the samples is exact (l - k < 10 only then)
+    bounds = stopped == SPACE_FULL or estimates_are_bounds(True, l - k, passes - 1)
     return Batch(S, ss, V, dots, U[0, ...], xp.stack(errors), passes, stopped, bounds)
 
 
