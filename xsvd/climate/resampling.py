@@ -96,7 +96,7 @@ class Batch:
 def _floats(x):
     """A block in float64, NaN as 0, and its NaN mask: ``(xp, x, nan)``."""
     xp = backend.api(x)
-    x = xp.astype(x, xp.float64)
+    x = xp.astype(x, xp.float64, copy=False)
     nan = xp.isnan(x)
     return xp, xp.where(nan, 0.0, x), nan
 
