@@ -27,10 +27,11 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend, fix_signs
+from ..core.options import CompressedOptions, takes_options
 from ..core.randomized.operator import operator_svd
 from ..labeled.base import Result, component_array, errors_from_part, errors_part, ratio
 from ..labeled.layout import COMPONENT
-from .fields import Field, prepare_field
+from .fields import Field, operator_options, prepare_field
 
 __all__ = ["extended_eof", "ExtendedEOFResult", "LAG"]
 
@@ -38,6 +39,7 @@ __all__ = ["extended_eof", "ExtendedEOFResult", "LAG"]
 LAG = "lag"
 
 
+@takes_options(CompressedOptions)
 def extended_eof(
     da: xr.DataArray,
     k: int,
@@ -48,19 +50,16 @@ def extended_eof(
     weights: xr.DataArray | None = None,
     center: bool = True,
     method: str = "compressed",
-    n_oversamples: int | None = None,
-    n_power_iter: int | None = None,
-    tol: float | None = None,
-    max_passes: int | None = None,
-    seed: int | None = 0,
+    **options,
 ) -> ExtendedEOFResult:
     """Extended EOF (EEOF, M-SSA): EOFs of the field embedded with ``embedding`` lags.
 
     Parameters
     ----------
     da : xarray.DataArray
-        The field, NumPy- or Dask-backed; features NaN at every sample are
-        left out (NaN in the patterns), other NaN is an error.
+        The field, NumPy-, Dask- or device-backed (CuPy; the results stay
+        there); features NaN at every sample are left out (NaN in the
+        patterns), other NaN is an error, as is an infinite value.
     k : int
         Number of components.
     embedding : int
@@ -78,8 +77,11 @@ def extended_eof(
         ``"compressed"``: matrix-free, each product reads the data once;
         ``"exact"``: forms the embedded matrix in memory (small data, the
         reference).
-    n_oversamples, n_power_iter, tol, max_passes, seed
-        The compressed SVD's options, as in :func:`xsvd.mca`.
+    n_power_iter, n_oversamples, seed, tol, max_passes, dtype, krylov
+        The compressed solver's options, declared once with those of
+        :func:`xsvd.compressed`, with its defaults (``seed=None``: a fresh
+        start block); ``dtype`` and ``krylov=False`` are refused, as in
+        :func:`xsvd.mca`.
 
     Returns
     -------
@@ -112,6 +114,7 @@ def extended_eof(
     """
     if method not in ("compressed", "exact"):
         raise ValueError(f"method must be 'compressed' or 'exact', got {method!r}.")
+    given = operator_options(options, "extended_eof", method)
     for name, value in (("embedding", embedding), ("tau", tau)):
         if not isinstance(value, int | np.integer) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
@@ -129,39 +132,40 @@ def extended_eof(
         raise ValueError(f"k={k!r}: it must be an integer between 1 and {min(N, L * n)}.")
     emb = Embedding(f, L, tau, center)
     settings: dict[str, Any] = {"method": method, "embedding": L, "tau": tau, "center": center}
-    if method == "exact":
-        E = emb.formed()
-        U, S, Vt = np.linalg.svd(E, full_matrices=False)
-        U, S, V = U[:, :k], S[:k], Vt[:k].T
+    if method == "exact":  # the embedded matrix formed where the data are, its SVD there
+        U, S, Vt = f.xp.linalg.svd(emb.formed(), full_matrices=False)
+        U, S, V = U[:, :k], S[:k], Vt[:k, :].T
         U, V = fix_signs(U, V)
         errors = np.zeros((k, 3))
     else:
-        dtype = f.dtype
         res = operator_svd(
             emb.matmat,
             emb.rmatmat,
             (N, L * n),
             int(k),
-            n_oversamples=n_oversamples,
-            n_power_iter=n_power_iter,
-            tol=tol,
-            max_passes=max_passes,
-            seed=seed,
-            dtype=dtype,
+            n_oversamples=given.n_oversamples,
+            n_power_iter=given.n_power_iter,
+            tol=given.tol,
+            max_passes=given.max_passes,
+            seed=given.seed,
+            dtype=f.dtype,
         )
-        U, S, V, errors = res.U, res.S, res.V, res.errors
-        settings.update(passes=res.passes, seed=seed, error_bounds=res.bounds)
+        U, S, V, errors = f.here(res.U), f.here(res.S), f.here(res.V), res.errors
+        settings.update(passes=res.passes, seed=given.seed, error_bounds=res.bounds)
     settings["k"] = int(k)
-    parts = _labeled_parts(f, emb, np.asarray(U), np.asarray(S, np.float64), np.asarray(V), errors)
+    parts = _labeled_parts(f, emb, U, S, V, errors)
     return ExtendedEOFResult(parts, {"settings": settings, "n_rows": emb.N})
 
 
 class Embedding:
     """The embedded matrix ``E_c D`` of a :class:`~.fields.Field` as an operator.
 
-    ``window_means`` (n x L): each feature's mean over each lag's window, of
+    ``means`` (n x L, host): each feature's mean over each lag's window, of
     the data centered by the field's mean (exact for constant shifts), read
-    once with the windows' sums of squares (for the total variance).
+    once with the windows' sums of squares (for the total variance);
+    ``shifts`` (L x n): each lag's ``D mu_j``, where the data are. The
+    products take and give small matrices (the solver's, on the host) and
+    work where the data are.
     """
 
     def __init__(self, field: Field, L: int, tau: int, center: bool):
@@ -176,57 +180,60 @@ class Embedding:
         self.means = sums / self.N if center else np.zeros_like(sums)
         d2 = field.scale[:, None] ** 2
         self.total = float((d2 * (squares - self.N * self.means**2)).sum())
+        self.shifts = field.here((self.means * field.scale[:, None]).T)
 
-    def matmat(self, W) -> np.ndarray:
+    def matmat(self, W):
         """``E_c D W`` (N x l), one read."""
         f, L, tau, N = self.field, self.L, self.tau, self.N
         n, l = f.shape[1], W.shape[1]
-        blocks = W.reshape(L, n, l)
+        blocks = backend.to_numpy(W).reshape(L, n, l)
         Y = f.times(np.concatenate(list(blocks), axis=1))  # T x (L l)
-        out = np.zeros((N, l))
+        out = f.zeros((N, l))
         for j in range(L):
             out += Y[j * tau : j * tau + N, j * l : (j + 1) * l]
         dmu = (self.means * f.scale[:, None]).T  # L x n: each lag's D mu_j
-        return out - np.einsum("jn,jnl->l", dmu, blocks)[None, :]
+        return out - f.here(np.einsum("jn,jnl->l", dmu, blocks))[None, :]
 
-    def rmatmat(self, Tm) -> np.ndarray:
+    def rmatmat(self, Tm):
         """``D E_c^T T`` (L n x l), one read."""
         f, L, tau, N = self.field, self.L, self.tau, self.N
-        rows, l = f.shape[0], Tm.shape[1]
-        placed = np.zeros((rows, L * l))
-        for j in range(L):
-            placed[j * tau : j * tau + N, j * l : (j + 1) * l] = Tm
+        xp, (rows, n), l = f.xp, f.shape, Tm.shape[1]
+        Tm = f.here(Tm)
+        placed = xp.concat(  # T x (L l): T's rows at each lag's window
+            [
+                xp.concat([f.zeros((j * tau, l)), Tm, f.zeros((rows - j * tau - N, l))], axis=0)
+                for j in range(L)
+            ],
+            axis=1,
+        )
         out = f.t_times(placed)  # n x (L l), D (X - 1 m^T)^T
-        out = out.reshape(-1, L, l).transpose(1, 0, 2)  # L x n x l
-        correction = (self.means * f.scale[:, None]).T[:, :, None] * Tm.sum(axis=0)[None, None, :]
-        return (out - correction).reshape(L * f.shape[1], l)
+        out = xp.permute_dims(xp.reshape(out, (n, L, l)), (1, 0, 2))  # L x n x l
+        correction = self.shifts[:, :, None] * xp.sum(Tm, axis=0)[None, None, :]
+        return xp.reshape(out - correction, (L * n, l))
 
-    def formed(self) -> np.ndarray:
-        """``E_c D`` in memory (N x L n, float64), for ``method="exact"``."""
-        f = self.field
+    def formed(self):
+        """``E_c D`` in memory (N x L n, float64, where the data are), for ``method="exact"``."""
+        f, xp = self.field, self.field.xp
         if backend.is_dask(f.data):
             (B,) = backend.compute(f.centered())
-            B = np.asarray(B)
         else:
-            B = np.concatenate([b for _, b in f.blocks()], axis=1)
-        parts = [
-            B[j * self.tau : j * self.tau + self.N] - (self.means[:, j] * f.scale)[None, :]
-            for j in range(self.L)
-        ]
-        return np.concatenate(parts, axis=1)
+            B = xp.concat([b for _, b in f.blocks()], axis=1)
+        tau, N = self.tau, self.N
+        parts = [B[j * tau : j * tau + N, :] - self.shifts[j, :][None, :] for j in range(self.L)]
+        return xp.concat(parts, axis=1)
 
 
 def _window_sums(f: Field, R):
-    """Per feature and window: the sums and sums of squares of ``X - 1 m^T`` (n x L each)."""
+    """Per feature and window, on the host: the sums and sums of squares of ``X - 1 m^T``
+    (n x L each), one read (a Dask field streams: the sums over its chunks)."""
+    Rd = f.here(R)
     if backend.is_dask(f.data):
-        x = f.data.astype(np.float64) - f.mean[None, :]
-        sums, squares = backend.compute(x.T @ R, (x**2).T @ R)
-        return np.asarray(sums), np.asarray(squares)
-    sums = f.t_times(R, weighted=False)
-    squares = np.empty_like(sums)
-    for cols, block in f.blocks(weighted=False):
-        squares[cols] = (block**2).T @ R
-    return sums, squares
+        x = f.data.astype(np.float64) - f.on_data.mean[None, :]
+        sums, squares = backend.compute(x.T @ Rd, (x**2).T @ Rd)
+    else:
+        sums = f.t_times(Rd, weighted=False)
+        squares = f.xp.concat([(b**2).T @ Rd for _, b in f.blocks(weighted=False)], axis=0)
+    return backend.to_numpy(sums), backend.to_numpy(squares)
 
 
 class ExtendedEOFResult(Result):
@@ -307,7 +314,9 @@ class ExtendedEOFResult(Result):
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
         """Each component's share of the embedded matrix's total sum of squares."""
-        out = self.singular_values.copy(data=ratio(self.singular_values, self.total_variance))
+        S = self.singular_values.data
+        share = backend.transfer(ratio(S, self.total_variance.data), S)  # where S is
+        out = self.singular_values.copy(data=share)
         return out.rename("explained_variance_ratio").assign_attrs(units="1")
 
     @property
@@ -322,17 +331,20 @@ class ExtendedEOFResult(Result):
 
 
 def _labeled_parts(f: Field, emb: Embedding, U, S, V, errors) -> dict:
-    """The parts of an :class:`ExtendedEOFResult` from the solver's arrays."""
-    L = emb.L
-    k, n = S.size, f.shape[1]
-    per_lag = V.reshape(L, n, k)
-    full = np.stack([f.full(per_lag[j]) for j in range(L)])  # L x features x k
-    labeled = [f.layout.label_features(full[j], "patterns") for j in range(L)]
+    """The parts of an :class:`ExtendedEOFResult` from the solver's arrays (where the data
+    are)."""
+    xp, L = f.xp, emb.L
+    k, n = S.shape[0], f.shape[1]
+    per_lag = xp.reshape(V, (L, n, k))
+    labeled = [f.layout.label_features(f.full(per_lag[j, :, :]), "patterns") for j in range(L)]
     lags = xr.DataArray(np.arange(L) * emb.tau, dims=(LAG,), name=LAG)
     patterns = xr.concat(labeled, dim=lags).transpose(COMPONENT, LAG, ...).rename("patterns")
-    scores = np.full((f.shape[0], k), np.nan)
-    scores[: emb.N] = U
+    incomplete = xp.full(  # the last samples start no complete embedded row
+        (f.shape[0] - emb.N, k), np.nan, dtype=xp.float64, device=backend.device(U)
+    )
+    scores = xp.concat([backend.astype(U, np.float64, copy=False), incomplete], axis=0)
     S = component_array(S, "singular_values")
+    S = S.copy(data=f.here(S.values))
     return {
         "singular_values": S,
         "U": f.layout.label_samples(scores, "U"),

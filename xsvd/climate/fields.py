@@ -1,16 +1,27 @@
 """One field as the (samples x features) matrix of a matrix-free method, never copied.
 
 :func:`prepare_field` reads a field once for its feature statistics (NaN
-count, mean, standard deviation) and returns a :class:`Field` whose products
-with small matrices (:meth:`Field.times`, :meth:`Field.t_times`) apply
-centering and weights as rank-one and diagonal corrections: the data are
-never centered, weighted or filled in memory. :func:`cross_products` gives
-both products of two fields' cross matrix ``Bl^T Br`` with one read of each
-field (a block of samples of both at a time). Features that are NaN at every
-sample (land in an ocean field) are left out and come back as NaN; a NaN at
-some samples only is a :class:`~xsvd.MissingValueError`. Dask data are read
-once per product (each returns a computed NumPy array). Used by
-:func:`xsvd.mca` and :func:`xsvd.extended_eof`.
+count, infinite values, mean, standard deviation) and returns a
+:class:`Field` whose products with small matrices (:meth:`Field.times`,
+:meth:`Field.t_times`) apply centering and weights as rank-one and diagonal
+corrections: the data are never centered, weighted or filled in memory.
+:func:`cross_products` gives both products of two fields' cross matrix
+``Bl^T Br`` with one read of each field (a block of samples of both at a
+time). Features that are NaN at every sample (land in an ocean field) are
+left out and come back as NaN; a NaN at some samples only is the core's
+:class:`~xsvd.MissingValueError`, an infinite value its
+:class:`~xsvd.InfiniteValueError`, both naming the features
+(:mod:`xsvd.core.missing`).
+
+Every backend runs the same code through the array-API namespace of the data
+(:func:`xsvd.core.backend.api`): NumPy, Dask (each product reads the data
+once and returns a computed array of the chunks' type) and device arrays
+(CuPy; array-api-strict's second device in the tests). The products and
+their small results (samples x l, features x l) live where the data live;
+the small matrices the solver sends and receives cross between host and
+device through :func:`xsvd.core.backend.transfer` (counted), the data never.
+Used by :func:`xsvd.mca` and :func:`xsvd.extended_eof`, which also take
+their compressed options here (:func:`operator_options`).
 """
 
 from __future__ import annotations
@@ -22,7 +33,13 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend
-from ..core.missing import MissingValueError
+from ..core.missing import (
+    InfiniteValueError,
+    MissingValueError,
+    check_infinite,
+    check_nan_counts,
+)
+from ..core.options import CompressedOptions, split_options
 from ..labeled.layout import Layout
 from ..labeled.preprocess import weights_vector
 
@@ -31,13 +48,27 @@ __all__ = [
     "prepare_field",
     "product",
     "cross_products",
+    "operator_options",
 ]
 
-#: Columns per block when a NumPy field is worked on a block at a time (~32 MiB of float64).
+#: Columns per block when a field in memory is worked on a block at a time (~32 MiB of float64).
 BLOCK_VALUES = 1 << 22
+#: Values per block of features of a Dask field read into memory whole (~64 MiB of float64):
+#: the sums over blocks of features (the Gram matrix over the samples) hold one such block.
+LAZY_BLOCK_VALUES = 1 << 23
 #: Values of each field per block of samples in :func:`cross_products` (~32 MiB of float64;
 #: measured on 2 cores, 2 x 3,000 x 16,200: 4 MiB blocks took 1.3x as long, 0.5 MiB 2.4x).
 ROW_BLOCK_VALUES = 1 << 22
+
+
+@dataclass(frozen=True)
+class OnData:
+    """A field's feature vectors in the memory of its data (the device, for device data)."""
+
+    mean: Any
+    scale: Any
+    std: Any
+    kept: Any
 
 
 @dataclass(frozen=True)
@@ -47,7 +78,10 @@ class Field:
     ``mean`` is ``mu`` (zeros without centering), ``scale`` the diagonal
     ``d`` (weights, over the standard deviations with ``standardize``),
     ``std`` the features' standard deviations (``ddof=0``, for correlations),
-    ``kept`` which features of the layout are in ``data``.
+    ``kept`` which features of the layout are in ``data``: host (NumPy)
+    vectors; ``on_data`` holds them in the memory of the data. ``source``:
+    the Dask matrix with every feature, where ``data`` leaves some out (its
+    blocks of columns are read as slices of it, which Dask reads alone).
     """
 
     layout: Layout
@@ -57,80 +91,160 @@ class Field:
     scale: np.ndarray
     std: np.ndarray
     dtype: Any
+    on_data: OnData
+    source: Any = None
 
     @property
     def shape(self) -> tuple[int, int]:
         return tuple(self.data.shape)
 
-    def times(self, W) -> np.ndarray:
-        """``B W`` (samples x l), one read: ``X (d W) - 1 (mu^T d W)``."""
-        dW = W * self.scale[:, None]
-        return product(self.data, dW.astype(self.dtype, copy=False)) - self.mean @ dW
+    @property
+    def xp(self):
+        """The array-API namespace of the data (of its chunks, for Dask)."""
+        return backend.api(self.on_data.mean)
 
-    def t_times(self, T, *, weighted: bool = True) -> np.ndarray:
+    def here(self, x):
+        """``x`` (a small array, host or already here) in the memory of the data."""
+        like = self.on_data.mean
+        if backend.is_cupy(x) and backend.is_cupy(like):
+            return x
+        return backend.transfer(x, like)
+
+    def zeros(self, shape):
+        """float64 zeros in the memory of the data."""
+        xp = self.xp
+        return xp.zeros(shape, dtype=xp.float64, device=backend.device(self.on_data.mean))
+
+    def times(self, W):
+        """``B W`` (samples x l), one read: ``X (d W) - 1 (mu^T d W)``."""
+        v = self.on_data
+        dW = _float64(self.here(W)) * v.scale[:, None]
+        return product(self.data, dW, self.dtype) - v.mean @ dW
+
+    def t_times(self, T, *, weighted: bool = True):
         """``B^T T`` (kept features x l), one read: ``d (X^T T - mu 1^T T)``.
 
         ``weighted=False``: ``(X - 1 mu^T)^T T``, without ``d``.
         """
-        T = np.asarray(T, dtype=np.float64)
-        out = product(self.data.T, T.astype(self.dtype, copy=False))
-        out -= self.mean[:, None] * T.sum(axis=0)[None, :]
-        return out * self.scale[:, None] if weighted else out
+        v = self.on_data
+        T = _float64(self.here(T))
+        out = product(self.data.T, T, self.dtype)
+        out -= v.mean[:, None] * self.xp.sum(T, axis=0)[None, :]
+        return out * v.scale[:, None] if weighted else out
+
+    def column_blocks(self):
+        """Slices of columns whose blocks (every sample) hold at most ``BLOCK_VALUES``
+        values (``LAZY_BLOCK_VALUES`` for Dask data: whole chunks of features together
+        where they fit, so that each chunk is produced for one block only)."""
+        m, n = self.shape
+        lazy = backend.is_dask(self.data)
+        step = max(1, (LAZY_BLOCK_VALUES if lazy else BLOCK_VALUES) // max(m, 1))
+        sizes = self.data.chunks[1] if lazy else (n,)
+        start = 0
+        for first, end in zip(np.cumsum((0, *sizes[:-1])), np.cumsum(sizes), strict=True):
+            first, end = int(first), int(end)
+            if end - start <= step:
+                continue  # the whole chunk joins the block
+            if first > start:  # the block of whole chunks so far
+                yield slice(start, first)
+                start = first
+            while end - start > step:  # a chunk larger than a block: in pieces
+                yield slice(start, start + step)
+                start += step
+        if start < n:
+            yield slice(start, n)
 
     def blocks(self, *, weighted: bool = True):
-        """``(columns, B[:, columns])`` in float64, a block of columns at a time (NumPy);
+        """``(columns, B[:, columns])`` in float64, a block of columns (every sample) at a
+        time, in the memory of the data (a Dask field's block is computed);
         ``weighted=False``: of ``X - 1 mu^T``."""
-        m, n = self.shape
-        step = max(1, BLOCK_VALUES // max(m, 1))
-        for j in range(0, n, step):
-            cols = slice(j, min(n, j + step))
-            block = np.array(self.data[:, cols], dtype=np.float64)  # a copy
-            block -= self.mean[cols]
-            yield cols, (block * self.scale[cols] if weighted else block)
+        v = self.on_data
+        for cols in self.column_blocks():
+            block, own = self._columns(cols)
+            block = backend.astype(block, np.float64, copy=not own)  # never the data's memory
+            block -= v.mean[cols]
+            if weighted:
+                block *= v.scale[cols]
+            yield cols, block
+
+    def _columns(self, cols: slice):
+        """``(X[:, cols], own)`` in memory; ``own``: a new array, not a view of the data's.
+
+        A Dask field's columns are computed, from a slice of ``source`` where some
+        features are left out (a slice of a chunk is read alone; a selection of columns
+        would read whole chunks and hold them until the block is done). Dask assembles a
+        block of several chunks along the samples into a new array.
+        """
+        if not backend.is_dask(self.data):
+            return self.data[:, cols], False
+        own = len(self.data.chunks[0]) > 1
+        if self.source is None:
+            return backend.compute(self.data[:, cols])[0], own
+        idx = np.flatnonzero(self.kept)[cols]
+        lo = int(idx[0])
+        (span,) = backend.compute(self.source[:, lo : int(idx[-1]) + 1])
+        return backend.api(span).take(span, backend.transfer(idx - lo, span), axis=1), True
 
     def centered(self):
         """``B`` as a lazy Dask array (Dask data only)."""
+        v = self.on_data
         x = self.data.astype(np.float64)
-        return (x - self.mean[None, :]) * self.scale[None, :]
+        return (x - v.mean[None, :]) * v.scale[None, :]
 
-    def full(self, values, fill=np.nan) -> np.ndarray:
-        """Kept-feature rows (kept x k) back on every feature of the layout, ``fill`` elsewhere."""
-        values = np.asarray(values)
-        out = np.full((self.kept.size, *values.shape[1:]), fill, dtype=np.float64)
-        out[self.kept] = values
+    def full(self, values, fill=np.nan):
+        """Kept-feature rows (kept x k) back on every feature of the layout, ``fill`` elsewhere
+        (in the memory of the data)."""
+        xp = self.xp
+        values = _float64(self.here(values))
+        out = xp.full(
+            (self.kept.size, *values.shape[1:]),
+            fill,
+            dtype=xp.float64,
+            device=backend.device(self.on_data.mean),
+        )
+        out[self.on_data.kept] = values
         return out
 
-    def correlations(self, scores) -> np.ndarray:
+    def correlations(self, scores):
         """Correlation of every kept feature with every column of ``scores`` (one read)."""
-        s = np.asarray(scores, dtype=np.float64)
-        s = s - s.mean(axis=0)
+        xp = self.xp
+        s = _float64(self.here(scores))
+        s = s - xp.mean(s, axis=0)
         cov = self.t_times(s, weighted=False)
-        norm = np.sqrt((s**2).sum(axis=0))[None, :] * (self.std * np.sqrt(self.shape[0]))[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(norm > 0, cov / np.where(norm > 0, norm, 1), np.nan)
+        spread = self.on_data.std * float(np.sqrt(self.shape[0]))
+        norm = xp.sqrt(xp.sum(s**2, axis=0))[None, :] * spread[:, None]
+        return xp.where(norm > 0, cov / xp.where(norm > 0, norm, 1.0), np.nan)
 
 
-def product(x, M) -> np.ndarray:
-    """``x @ M`` as a float64 NumPy array; a Dask ``x`` is read once (computed here)."""
-    if backend.is_dask(x):
-        (out,) = backend.compute(x @ M)
-        return np.asarray(backend.to_numpy(out), dtype=np.float64)
-    return np.asarray(backend.to_numpy(x @ M), dtype=np.float64)
+def _float64(x):
+    return backend.astype(x, np.float64, copy=False)
 
 
-def cross_products(fl: Field, fr: Field, W, T) -> tuple[np.ndarray, np.ndarray]:
+def product(x, M, dtype=None):
+    """``x @ M`` in float64, in the memory of the data (``M`` cast to ``dtype`` first); a
+    Dask ``x`` is read once (computed here, an array of its chunks' type)."""
+    if dtype is not None:
+        M = backend.astype(M, dtype, copy=False)
+    out = x @ M
+    if backend.is_dask(out):
+        (out,) = backend.compute(out)
+    return _float64(out)
+
+
+def cross_products(fl: Field, fr: Field, W, T):
     """``(Bl^T (Br W), Br^T (Bl T))`` in float64, reading each field once.
 
     The fields share the samples: per block of samples ``i``, ``Br_i W`` and
     ``Bl_i T`` are formed and at once multiplied back, ``Bl_i^T (Br_i W)`` and
     ``Br_i^T (Bl_i T)``, so each block of each field is read once for both
-    products (NumPy: blocks of ``ROW_BLOCK_VALUES`` values per field; Dask:
+    products (in memory: blocks of ``ROW_BLOCK_VALUES`` values per field; Dask:
     one graph for both, so each chunk of each field is produced once; chunks
     along the samples keep it streaming, a field stored in one chunk along
     the samples is held until the other's products are done). Centering and
     weights are the rank-one and diagonal corrections of :meth:`Field.times`
     and :meth:`Field.t_times`. ``W`` (right features x a) and ``T`` (left
-    features x b) may have no columns.
+    features x b) may have no columns. The products are in the memory of the
+    data (``W`` and ``T`` are moved there).
 
     Examples
     --------
@@ -144,29 +258,33 @@ def cross_products(fl: Field, fr: Field, W, T) -> tuple[np.ndarray, np.ndarray]:
     >>> bool(np.allclose(CW, Bl.T @ Br) and np.allclose(CtT, Br.T @ Bl))
     True
     """
-    W, T = np.asarray(W, dtype=np.float64), np.asarray(T, dtype=np.float64)
-    dW, dT = W * fr.scale[:, None], T * fl.scale[:, None]
-    cW, cT = fr.mean @ dW, fl.mean @ dT  # the rank-one parts of Br W and Bl T
-    dWc, dTc = dW.astype(fr.dtype, copy=False), dT.astype(fl.dtype, copy=False)
+    vl, vr = fl.on_data, fr.on_data
+    W, T = _float64(fr.here(W)), _float64(fl.here(T))
+    dW, dT = W * vr.scale[:, None], T * vl.scale[:, None]
+    cW, cT = vr.mean @ dW, vl.mean @ dT  # the rank-one parts of Br W and Bl T
+    dWc = backend.astype(dW, fr.dtype, copy=False)
+    dTc = backend.astype(dT, fl.dtype, copy=False)
     if backend.is_dask(fl.data) or backend.is_dask(fr.data):
         gl, sr, gr, sl = _lazy_cross(fl, fr, dWc, cW, dTc, cT)
     else:
-        gl, gr = np.zeros((fl.shape[1], W.shape[1])), np.zeros((fr.shape[1], T.shape[1]))
-        sr, sl = np.zeros(W.shape[1]), np.zeros(T.shape[1])
+        xp = fl.xp
+        gl, gr = fl.zeros((fl.shape[1], W.shape[1])), fl.zeros((fr.shape[1], T.shape[1]))
+        sr, sl = fl.zeros((W.shape[1],)), fl.zeros((T.shape[1],))
         m = fl.shape[0]
         step = max(1, ROW_BLOCK_VALUES // max(fl.shape[1], fr.shape[1], 1))
         for r in range(0, m, step):
-            xl, xr_ = fl.data[r : r + step], fr.data[r : r + step]
+            rows = slice(r, min(m, r + step))
+            xl, xr_ = fl.data[rows, :], fr.data[rows, :]
             if W.shape[1]:
-                yr = np.asarray(backend.to_numpy(xr_ @ dWc), dtype=np.float64) - cW
-                gl += backend.to_numpy(xl.T @ yr.astype(fl.dtype, copy=False))
-                sr += yr.sum(axis=0)
+                yr = product(xr_, dWc) - cW
+                gl += product(xl.T, yr, fl.dtype)
+                sr += xp.sum(yr, axis=0)
             if T.shape[1]:
-                yl = np.asarray(backend.to_numpy(xl @ dTc), dtype=np.float64) - cT
-                gr += backend.to_numpy(xr_.T @ yl.astype(fr.dtype, copy=False))
-                sl += yl.sum(axis=0)
-    CW = (gl - fl.mean[:, None] * sr[None, :]) * fl.scale[:, None]
-    CtT = (gr - fr.mean[:, None] * sl[None, :]) * fr.scale[:, None]
+                yl = product(xl, dTc) - cT
+                gr += product(xr_.T, yl, fr.dtype)
+                sl += xp.sum(yl, axis=0)
+    CW = (gl - vl.mean[:, None] * sr[None, :]) * vl.scale[:, None]
+    CtT = (gr - vr.mean[:, None] * sl[None, :]) * vr.scale[:, None]
     return CW, CtT
 
 
@@ -183,12 +301,26 @@ def _lazy_cross(fl: Field, fr: Field, dWc, cW, dTc, cT):
     out = []
     for x, other, d, c, dtype in ((xr_, xl, dWc, cW, fl.dtype), (xl, xr_, dTc, cT, fr.dtype)):
         if d.shape[1] == 0:
-            out += [np.zeros((other.shape[1], 0)), np.zeros(0)]
+            out += [fl.zeros((other.shape[1], 0)), fl.zeros((0,))]
             continue
         y = (x @ d).astype(np.float64) - c[None, :]
         out += [other.T @ y.astype(dtype), y.sum(axis=0)]
-    parts = backend.compute(*out)
-    return tuple(np.asarray(backend.to_numpy(p), dtype=np.float64) for p in parts)
+    return tuple(_float64(p) for p in backend.compute(*out))
+
+
+def check_same_memory(fields: dict[str, Field]) -> None:
+    """Refuse fields whose data live in different memories (host and a device, or two
+    devices): their products cannot be combined."""
+    where = {
+        name: (backend.api(f.on_data.mean), backend.device(f.on_data.mean))
+        for name, f in fields.items()
+    }
+    if len(set(map(str, where.values()))) > 1:
+        said = ", ".join(f"{name} on {dev!s}" for name, (_, dev) in where.items())
+        raise ValueError(
+            f"The fields live in different memories ({said}). Put both in one, e.g. "
+            "`left.as_numpy()` and `right.as_numpy()` for the host."
+        )
 
 
 def prepare_field(
@@ -200,23 +332,30 @@ def prepare_field(
     standardize: bool = False,
     what: str = "data",
 ) -> Field:
-    """The :class:`Field` of ``obj``: one read for NaN counts, means and standard deviations."""
+    """The :class:`Field` of ``obj``: one read for NaN counts, infinite values, means and
+    standard deviations; ``what`` names the field in errors (e.g. ``"left field"``)."""
     layout = Layout.from_dataarray(obj, dim)
     a = layout.to_matrix(obj)
-    if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
+    kind = backend.numpy_dtype(a.dtype)
+    if not np.issubdtype(kind, np.number) or np.issubdtype(kind, np.complexfloating):
         raise TypeError(f"The {what} must be real numbers, got dtype {a.dtype}.")
+    if kind.kind != "f" and not backend.is_dask(a) and not backend.is_numpy(a):
+        a = backend.astype(a, np.float64)  # a device's products take no integers
     w = weights_vector(layout, weights)
-    nans, mean, var = _moments(a)
-    m = a.shape[0]
-    partial = (nans > 0) & (nans < m)
-    if partial.any():
-        where = layout.feature_locator()(np.flatnonzero(partial))
-        raise MissingValueError(
-            f"The {what} have NaN at some but not all samples of {int(partial.sum())} "
-            f"feature(s): {where}. Features that are NaN at every sample are left out; fill "
-            "the others first (e.g. `da.interpolate_na(dim)`) or drop them (`da.dropna(...)`)."
-        )
-    kept = nans == 0
+    nans, infinite, mean, var = _moments(a)
+    located = layout.feature_locator()
+
+    def locate(idx) -> str:
+        return f"{located(idx)} of the {what}"
+
+    try:  # the core's checks, naming the features
+        check_infinite(infinite, locate=locate)
+        kept = ~check_nan_counts(nans, a.shape[0], locate=locate)
+    except (MissingValueError, InfiniteValueError) as err:
+        raise type(err)(
+            f"{err} (xsvd.mca and xsvd.extended_eof take no `missing=`: fill, replace or "
+            "drop them before the call.)"
+        ) from None
     if not kept.any():
         raise ValueError(f"The {what} are NaN everywhere: no feature to decompose.")
     std = np.sqrt(var[kept])
@@ -224,34 +363,87 @@ def prepare_field(
     if standardize:
         with np.errstate(divide="ignore"):
             scale = np.where(std > 0, scale / np.where(std > 0, std, 1), 0.0)
-    data = a if kept.all() else a[:, np.flatnonzero(kept)]
-    dtype = np.float32 if a.dtype == np.float32 else np.float64
+    idx = np.flatnonzero(kept)
+    if kept.all():
+        data = a
+    elif backend.is_dask(a) or backend.is_numpy(a):
+        data = a[:, idx]
+    else:
+        data = backend.api(a).take(a, backend.transfer(idx, a), axis=1)
+    dtype = np.float32 if kind == np.float32 else np.float64
     mean = mean[kept] if center else np.zeros(int(kept.sum()))
-    return Field(layout, data, kept, mean, scale, std, dtype)
+    on_data = OnData(*(backend.transfer(v, a) for v in (mean, scale, std, kept)))
+    source = a if backend.is_dask(a) and not kept.all() else None
+    return Field(layout, data, kept, mean, scale, std, dtype, on_data, source)
 
 
 def _moments(a):
-    """Per feature: NaN count, mean and variance (``ddof=0``) of the present values."""
+    """Per feature, on the host: NaN count, whether any value is infinite, and the mean and
+    variance (``ddof=0``) of the present values (one read)."""
     if backend.is_dask(a):
         import dask.array as da
 
         x = a.astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             parts = backend.compute(
-                da.isnan(x).sum(axis=0), da.nanmean(x, axis=0), da.nanvar(x, axis=0)
+                da.isnan(x).sum(axis=0),
+                da.isinf(x).any(axis=0),
+                da.nanmean(x, axis=0),
+                da.nanvar(x, axis=0),
             )
-        return tuple(np.asarray(p) for p in parts)
+        nans, infinite, mean, var = (backend.to_numpy(p) for p in parts)
+        return nans, infinite, mean, var
+    xp = backend.api(a)
     m, n = a.shape
-    nans, mean, var = np.empty(n), np.empty(n), np.empty(n)
     step = max(1, BLOCK_VALUES // max(m, 1))
+    rows = []
     for j in range(0, n, step):
-        x = np.asarray(a[:, j : j + step], dtype=np.float64)
-        nans[j : j + step] = np.isnan(x).sum(axis=0)
-        present = nans[j : j + step] < m
-        mu = np.zeros(x.shape[1])
-        mu[present] = np.nanmean(x[:, present], axis=0)
-        mean[j : j + step] = np.where(present, mu, np.nan)
-        v = np.zeros(x.shape[1])
-        v[present] = np.nanvar(x[:, present], axis=0)
-        var[j : j + step] = np.where(present, v, np.nan)
-    return nans, mean, var
+        x = backend.astype(a[:, j : min(n, j + step)], np.float64)
+        missing = xp.isnan(x)
+        nans = _float64(xp.count_nonzero(missing, axis=0))
+        infinite = _float64(xp.any(xp.isinf(x), axis=0))
+        count = m - nans
+        present = count > 0
+        divisor = xp.where(present, count, 1.0)
+        x = xp.where(missing, 0.0, x)
+        mu = xp.sum(x, axis=0) / divisor  # as np.nanmean and np.nanvar
+        with np.errstate(invalid="ignore", over="ignore"):  # inf: refused after the read
+            x = xp.where(missing, 0.0, x - mu)
+            var = xp.sum(x * x, axis=0) / divisor
+        rows.append(
+            xp.stack(
+                [nans, infinite, xp.where(present, mu, np.nan), xp.where(present, var, np.nan)]
+            )
+        )
+    nans, infinite, mean, var = backend.to_numpy(xp.concat(rows, axis=1))  # one move
+    return nans, infinite > 0, mean, var
+
+
+def operator_options(options: dict, where: str, method: str) -> CompressedOptions:
+    """The compressed options of an analysis that runs on the operator solvers
+    (:mod:`xsvd.core.randomized.operator`), declared once as :func:`xsvd.compressed`'s
+    (:class:`~xsvd.core.options.CompressedOptions`, the same defaults), checked.
+
+    Those solvers always run block Krylov in the data's precision: ``krylov=False`` and
+    ``dtype`` are refused, as is any of them with ``method="exact"``.
+    """
+    given = split_options(options, (CompressedOptions,), where)[0]
+    if method == "exact" and given.given():
+        names = given.given()
+        verb, pron = ("applies", "it") if len(names) == 1 else ("apply", "them")
+        raise ValueError(
+            f"{', '.join(names)} only {verb} to the compressed solver, but {where}() was "
+            f"asked for method='exact'. Drop {pron} or pass `method='compressed'`."
+        )
+    if given.krylov is False:
+        raise ValueError(
+            f"{where}() always takes its components from every pass (block Krylov): "
+            "krylov=False (subspace iteration) is not available there. Drop krylov=False."
+        )
+    if given.dtype is not None:
+        raise ValueError(
+            f"{where}() computes its products in the data's precision (float32 data in "
+            f"float32, others in float64), so dtype={given.dtype!r} is not available there. "
+            "Convert the data instead, e.g. `da.astype('float32')`."
+        )
+    return given

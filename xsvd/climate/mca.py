@@ -25,9 +25,10 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend, fix_signs
+from ..core.options import CompressedOptions, takes_options
 from ..core.randomized.operator import fused_operator_svd
 from ..labeled.base import Result, component_array, errors_from_part, errors_part, ratio
-from .fields import Field, cross_products, prepare_field
+from .fields import Field, check_same_memory, cross_products, operator_options, prepare_field
 
 __all__ = ["mca", "MCAResult", "METHODS"]
 
@@ -35,6 +36,7 @@ __all__ = ["mca", "MCAResult", "METHODS"]
 METHODS = ("compressed", "exact")
 
 
+@takes_options(CompressedOptions)
 def mca(
     left: xr.DataArray,
     right: xr.DataArray,
@@ -46,11 +48,7 @@ def mca(
     center: bool = True,
     standardize: bool = False,
     method: str = "compressed",
-    n_oversamples: int | None = None,
-    n_power_iter: int | None = None,
-    tol: float | None = None,
-    max_passes: int | None = None,
-    seed: int | None = 0,
+    **options,
 ) -> MCAResult:
     """Maximum covariance analysis of two fields: the SVD of their cross-covariance.
 
@@ -65,7 +63,8 @@ def mca(
     left, right : xarray.DataArray
         The two fields. They share the sample dimension(s) ``dim`` (same size
         and, where both have them, the same coordinates); their other
-        dimensions (features) may differ. NumPy- or Dask-backed. Features
+        dimensions (features) may differ. NumPy-, Dask- or device-backed
+        (CuPy), both in the same memory; the results stay there. Features
         that are NaN at every sample (land in an ocean field) are left out
         and are NaN in the patterns and maps; other NaN is an error.
     k : int
@@ -85,10 +84,16 @@ def mca(
         field once and gives a product with ``C`` and one with ``C^T``.
         ``"exact"`` forms ``C`` (left features x right features, in memory)
         and takes its full SVD: for small fields, and as the reference.
-    n_oversamples, n_power_iter, tol, max_passes, seed
-        The compressed SVD's options, as in :func:`xsvd.compressed`; by
-        default it passes until every estimated relative error is below
-        1e-6 (at most 8 passes); ``n_power_iter=q``: ``q + 1`` passes.
+    n_power_iter, n_oversamples, seed, tol, max_passes
+        The compressed solver's options, declared once with those of
+        :func:`xsvd.compressed` and with its defaults: by default it passes
+        until every estimated relative error is below 1e-6 (at most 8
+        passes); ``n_power_iter=q``: ``q + 1`` passes; ``seed=None`` draws a
+        fresh start block (pass a seed for reproducible results).
+    dtype, krylov
+        Not available here: the products are in the data's precision and
+        every pass's basis is kept (block Krylov); ``dtype=`` and
+        ``krylov=False`` are refused with an error.
 
     Returns
     -------
@@ -124,9 +129,14 @@ def mca(
     (a field in one chunk along them is held in memory during a pass).
     ``squared_covariance_fraction`` needs ``||C||_F^2``, computed on first
     use (one more read of each field) without forming ``C`` as
-    ``<Gl, Gr>_F``, the Gram matrices ``G = B B^T`` over the samples (cost
-    ``n**2`` times the features, memory ``n**2``), or, when that is
-    cheaper (more samples than features), by blocks of ``C``.
+    ``<Gl, Gr>_F``, ``G = B B^T`` over the samples, from blocks of features
+    (every sample; a Dask field's blocks are computed one at a time, so a
+    lazy input is never loaded whole; memory ``n**2`` and one block), or
+    from ``C`` where it has at most ``n**2`` values
+    (:func:`total_squared_covariance`).
+
+    On a device (CuPy) the products, patterns, scores and ``S`` stay there;
+    only the small matrices of the solver cross to the host and back.
 
     Examples
     --------
@@ -143,10 +153,11 @@ def mca(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
-    fl = prepare_field(left, dim, weights_left, center=center, standardize=standardize, what="left")
-    fr = prepare_field(
-        right, dim, weights_right, center=center, standardize=standardize, what="right"
-    )
+    given = operator_options(options, "mca", method)
+    kw = dict(center=center, standardize=standardize)
+    fl = prepare_field(left, dim, weights_left, what="left field", **kw)
+    fr = prepare_field(right, dim, weights_right, what="right field", **kw)
+    check_same_memory({"left": fl, "right": fr})
     _check_samples(left, right, fl, fr)
     n = fl.shape[0]
     if n < 2:
@@ -159,13 +170,13 @@ def mca(
         )
     k = int(k)
     settings: dict[str, Any] = {"method": method, "center": center, "standardize": standardize}
-    if method == "exact":
+    if method == "exact":  # C formed where the data are, and its SVD there
         C = cross_covariance(fl, fr)
-        P, S, Qt = np.linalg.svd(C, full_matrices=False)
-        P, S, Q = P[:, :k], S[:k], Qt[:k].T
+        P, S_all, Qt = fl.xp.linalg.svd(C, full_matrices=False)
+        P, S, Q = P[:, :k], S_all[:k], Qt[:k, :].T
         P, Q = fix_signs(P, Q)
         errors = np.zeros((k, 3))
-        total = float((np.linalg.svd(C, compute_uv=False) ** 2).sum())
+        total = backend.to_scalar(fl.xp.sum(S_all**2))
     else:
         scale = 1.0 / (n - 1)
 
@@ -178,19 +189,24 @@ def mca(
             both,
             (fl.shape[1], fr.shape[1]),
             k,
-            n_oversamples=n_oversamples,
-            n_power_iter=n_power_iter,
-            tol=tol,
-            max_passes=max_passes,
-            seed=seed,
+            n_oversamples=given.n_oversamples,
+            n_power_iter=given.n_power_iter,
+            tol=given.tol,
+            max_passes=given.max_passes,
+            seed=given.seed,
             dtype=dtype,
         )
-        P, S, Q, errors, total = res.U, res.S, res.V, res.errors, None
+        # the small host results back where the data are
+        P, S, Q, errors, total = fl.here(res.U), fl.here(res.S), fr.here(res.V), res.errors, None
         settings.update(
-            passes=res.passes, n_oversamples=n_oversamples, seed=seed, error_bounds=res.bounds
+            passes=res.passes,
+            n_oversamples=given.n_oversamples,
+            seed=given.seed,
+            error_bounds=res.bounds,
         )
     settings["k"] = k
     S = component_array(S, "singular_values", {"long_name": "singular values"})
+    S = S.copy(data=fl.here(S.values))
     parts = {
         "singular_values": S,
         "left_patterns": fl.layout.label_features(fl.full(P), "left_patterns"),
@@ -225,8 +241,9 @@ def _check_samples(left, right, fl: Field, fr: Field) -> None:
             )
 
 
-def cross_covariance(fl: Field, fr: Field) -> np.ndarray:
-    """``C = Bl^T Br / (n - 1)``, formed (left features x right features, float64)."""
+def cross_covariance(fl: Field, fr: Field):
+    """``C = Bl^T Br / (n - 1)``, formed (left features x right features, float64), in the
+    memory of the data (computed for Dask)."""
     n = fl.shape[0]
     if backend.is_dask(fl.data) or backend.is_dask(fr.data):
         import dask.array as da
@@ -234,44 +251,45 @@ def cross_covariance(fl: Field, fr: Field) -> np.ndarray:
         bl = fl.centered() if backend.is_dask(fl.data) else da.from_array(_formed(fl))
         br = fr.centered() if backend.is_dask(fr.data) else da.from_array(_formed(fr))
         (C,) = backend.compute(bl.T @ br)
-        return np.asarray(C) / (n - 1)
+        return C / (n - 1)
     br = _formed(fr)
-    C = np.empty((fl.shape[1], fr.shape[1]))
-    for cols, block in fl.blocks():
-        C[cols] = block.T @ br
+    C = fl.xp.concat([block.T @ br for _, block in fl.blocks()], axis=0)
     return C / (n - 1)
 
 
-def _formed(f: Field) -> np.ndarray:
-    return np.concatenate([b for _, b in f.blocks()], axis=1)
+def _formed(f: Field):
+    return f.xp.concat([b for _, b in f.blocks()], axis=1)
 
 
 def total_squared_covariance(fl: Field, fr: Field) -> float:
-    """``||C||_F**2`` without forming ``C``: ``<Gl, Gr>_F / (n - 1)**2``, ``G = B B^T``.
+    """``||C||_F**2``, exactly, streaming: ``C`` is never formed where it is larger than the
+    Gram matrix over the samples.
 
-    The Gram matrices over the samples cost ``n**2`` times each field's
-    features (``n**2`` memory); when blocks of ``C`` cost less (``2 * n *
-    fl * fr < n**2 * (fl + fr)``), ``C`` is summed block by block instead.
+    Where ``C`` (``a x b`` values) is no larger than ``n**2``, from ``C`` formed
+    (:func:`cross_covariance`; then also fewer operations). Otherwise
+    ``<Gl, Gr>_F / (n - 1)**2`` with ``G = B B^T`` over the samples, without
+    holding ``Gr``: ``Gl`` is summed from blocks of the left field's features
+    (every sample, ``Bl_c Bl_c^T``), then ``<Gl, Gr> = sum_c <Gl, Br_c
+    Br_c^T>`` over blocks of the right field's: one read of each field, two
+    ``n x n`` matrices and one block in memory (a Dask field's blocks are
+    computed one at a time: :meth:`Field.blocks`), never the data.
     """
     n, a, b = fl.shape[0], fl.shape[1], fr.shape[1]
-    lazy = backend.is_dask(fl.data) or backend.is_dask(fr.data)
-    if 2 * a * b <= n * (a + b):  # blocks of C are cheaper
-        if lazy:
-            return float((cross_covariance(fl, fr) ** 2).sum())
-        br = _formed(fr)
-        total = sum(float(((block.T @ br) ** 2).sum()) for _, block in fl.blocks())
-        return total / (n - 1) ** 2
-    return float((_gram(fl) * _gram(fr)).sum()) / (n - 1) ** 2
+    if a * b <= n * n:
+        C = cross_covariance(fl, fr)
+        return backend.to_scalar(fl.xp.sum(C * C))
+    G = _gram(fl)
+    total = fl.zeros(())
+    for _, block in fr.blocks():
+        part = block @ block.T  # Br_c Br_c^T
+        part *= G
+        total += fl.xp.sum(part)
+    return backend.to_scalar(total) / (n - 1) ** 2
 
 
-def _gram(f: Field) -> np.ndarray:
-    """``B B^T`` (samples x samples), one read."""
-    if backend.is_dask(f.data):
-        b = f.centered()
-        (G,) = backend.compute(b @ b.T)
-        return np.asarray(G)
-    n = f.shape[0]
-    G = np.zeros((n, n))
+def _gram(f: Field):
+    """``B B^T`` (samples x samples), from blocks of features: one read."""
+    G = f.zeros((f.shape[0],) * 2)
     for _, block in f.blocks():
         G += block @ block.T
     return G
@@ -373,7 +391,8 @@ class MCAResult(Result):
     @property
     def squared_covariance_fraction(self) -> xr.DataArray:
         """Each mode's share of the squared covariance, ``S**2 / ||C||_F**2``."""
-        frac = ratio(self.singular_values.values, self.total_squared_covariance)
+        S = self.singular_values.data
+        frac = backend.transfer(ratio(S, self.total_squared_covariance), S)  # where S is
         attrs = {"long_name": "squared covariance fraction", "units": "1"}
         return (
             self.singular_values.copy(data=frac)
@@ -416,8 +435,8 @@ class MCAResult(Result):
                 raise ValueError(_NO_FIELDS.format(what="the correlation maps"))
             fl, fr = self._fields
             k = self.k
-            scores = [backend.to_numpy(x.values) for x in (self.left_scores, self.right_scores)]
-            both = np.concatenate(scores, axis=1)
+            scores = [fl.here(x.data) for x in (self.left_scores, self.right_scores)]
+            both = fl.xp.concat(scores, axis=1)  # where the data are
             ml, mr = fl.correlations(both), fr.correlations(both)
             attrs = {"units": "1"}
             for f, m, side, own, other in (

@@ -1,0 +1,301 @@
+"""xsvd.mca and xsvd.extended_eof on every backend, with the core's rules (issue 29).
+
+On NumPy, Dask (stripes of samples and of features) and array-api-strict's
+second device (a GPU's stand-in: it refuses implicit conversion to NumPy and
+mixing devices), compressed and exact: the numbers equal NumPy's, the parts
+live where the data live, and on the device only small matrices cross to the
+host (counted by ``xsvd.core.backend.TRANSFERS``). Also: the core's NaN and
+infinite-value checks (naming the feature), the compressed options declared
+once with ``xsvd.compressed``'s defaults, and ``||C||_F^2`` of lazy fields
+computed without holding the input.
+"""
+
+from __future__ import annotations
+
+import inspect
+import weakref
+from dataclasses import fields
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+
+import xsvd
+import xsvd.climate.fields as fields_module
+from xsvd.core import backend as core_backend
+from xsvd.core.options import CompressedOptions
+
+T, NL, NR, K = 80, 60, 45, 3
+LAND = (7, 8)  # left features NaN at every sample
+
+
+def _matrices(seed=0):
+    """Two coupled fields (samples x features) with means, and land in the left one."""
+    rng = np.random.default_rng(seed)
+    common = rng.standard_normal((T, 4)) * np.array([3.0, 2.0, 1.0, 0.5])
+    left = common @ rng.standard_normal((4, NL)) + rng.standard_normal((T, NL)) + 5.0
+    right = common @ rng.standard_normal((4, NR)) + rng.standard_normal((T, NR)) - 2.0
+    left[:, list(LAND)] = np.nan
+    return left, right
+
+
+def _labeled(a, name: str, put=np.asarray):
+    n = a.shape[1]
+    coords = {"time": np.arange(T), name: np.arange(n) * 1.5}
+    return xr.DataArray(put(a), dims=("time", name), coords=coords)
+
+
+def _weights(n: int, name: str):
+    w = np.linspace(0.5, 1.5, n)
+    return xr.DataArray(w, dims=(name,), coords={name: np.arange(n) * 1.5})
+
+
+def _memory(backend):
+    """Whether an array lives where ``backend`` puts the data: host NumPy for NumPy and Dask
+    (results are computed), the device otherwise."""
+    if backend.name == "strict":
+        import array_api_strict as xs
+
+        return lambda x: core_backend.namespace(x) is xs and x.device == xs.Device("device1")
+    if "cupy" in backend.name:
+        return core_backend.is_cupy
+    return lambda x: isinstance(x, np.ndarray)
+
+
+def _host(x):
+    return core_backend.to_numpy(x)
+
+
+def _same(got: xr.DataArray, want: xr.DataArray, where, tol=1e-10):
+    assert where(got.data), (got.name, type(got.data))
+    assert got.dims == want.dims
+    back = _host(got.data)
+    scale = float(np.nanmax(np.abs(want.values))) or 1.0
+    np.testing.assert_array_equal(np.isnan(back), np.isnan(want.values))
+    np.testing.assert_allclose(back, want.values, rtol=0, atol=tol * scale, err_msg=got.name)
+
+
+def _on_device(backend) -> bool:
+    return backend.name == "strict" or backend.name == "cupy"
+
+
+# ------------------------------------------------------------------ MCA
+
+
+@pytest.mark.parametrize("method", ["compressed", "exact"])
+def test_mca_on_every_backend_equals_numpy(backend, method):
+    left, right = _matrices()
+    opts = dict(dim="time", method=method, weights_left=_weights(NL, "p"))
+    if method == "compressed":
+        opts.update(seed=0, n_power_iter=4)
+    want = xsvd.mca(_labeled(left, "p"), _labeled(right, "q"), K, **opts)
+    core_backend.TRANSFERS.reset()
+    got = xsvd.mca(_labeled(left, "p", backend), _labeled(right, "q", backend), K, **opts)
+    log = list(core_backend.TRANSFERS.log)
+    where = _memory(backend)
+    for name in ("left_patterns", "right_patterns", "left_scores", "right_scores", "S"):
+        _same(getattr(got, name), getattr(want, name), where)
+    _same(got.squared_covariance_fraction, want.squared_covariance_fraction, where)
+    for mine, ref in zip(
+        (*got.homogeneous_maps(), *got.heterogeneous_maps()),
+        (*want.homogeneous_maps(), *want.heterogeneous_maps()),
+        strict=True,
+    ):
+        _same(mine, ref, where)
+    np.testing.assert_allclose(got.errors.S.values, want.errors.S.values, rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(got.total_squared_covariance, want.total_squared_covariance)
+    if not _on_device(backend):
+        assert log == []  # NumPy and Dask of NumPy: nothing moves
+        return
+    # only small matrices cross: features x (k + oversamples) at most, never a field
+    small = max(NL, NR) * (K + 10)
+    assert 0 < core_backend.TRANSFERS.largest("to_host") <= small < T * NR
+    assert max(size for _, size in log) <= small
+    passes = got.settings.get("passes", 0)
+    # the statistics (one per field), two products per pass, the total, S
+    assert sum(1 for d, _ in log if d == "to_host") <= 2 + 2 * passes + 2
+
+
+def test_mca_results_stay_on_the_device_when_derived():
+    pytest.importorskip("array_api_strict")
+    from conftest import Backend
+
+    strict = Backend("strict")
+    left, right = _matrices(1)
+    got = xsvd.mca(_labeled(left, "p", strict), _labeled(right, "q", strict), K, seed=0)
+    where = _memory(strict)
+    assert where(got.explained_variance_ratio.data) and where(got.U.data)
+    back = got.as_numpy()
+    assert isinstance(back.S.data, np.ndarray) and isinstance(back.left_patterns.data, np.ndarray)
+    with pytest.raises(ValueError, match="different memories"):
+        xsvd.mca(_labeled(left, "p", strict), _labeled(right, "q"), K)
+
+
+# --------------------------------------------------------------- extended
+
+
+@pytest.mark.parametrize("method", ["compressed", "exact"])
+def test_extended_eof_on_every_backend_equals_numpy(backend, method):
+    left, _ = _matrices(2)
+    opts = dict(embedding=3, tau=2, dim="time", method=method, weights=_weights(NL, "p"))
+    if method == "compressed":
+        opts.update(seed=0, n_power_iter=4)
+    want = xsvd.extended_eof(_labeled(left, "p"), K, **opts)
+    core_backend.TRANSFERS.reset()
+    got = xsvd.extended_eof(_labeled(left, "p", backend), K, **opts)
+    log = list(core_backend.TRANSFERS.log)
+    where = _memory(backend)
+    for name in ("U", "S", "V", "scores", "explained_variance", "explained_variance_ratio"):
+        _same(getattr(got, name), getattr(want, name), where)
+    np.testing.assert_allclose(float(got.total_variance), float(want.total_variance), rtol=1e-12)
+    if not _on_device(backend):
+        assert log == []
+        return
+    # features x lags x (k + oversamples), samples x lags at most: never the field
+    L, n = 3, NL - len(LAND)
+    small = max(n * L * (K + 10), T * L)
+    assert core_backend.TRANSFERS.largest("to_host") <= small
+    assert max(size for _, size in log) <= small < T * NL * L
+
+
+# ----------------------------------------------------- the core's checks
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["numpy", "dask"])
+def test_infinite_values_are_the_core_error_naming_the_feature(lazy):
+    left, right = _matrices(3)
+    bad = left.copy()
+    bad[5, 20] = np.inf
+    put = (lambda a: da.from_array(a, chunks=(20, -1))) if lazy else np.asarray
+    good_l, good_r = _labeled(left, "p", put), _labeled(right, "q", put)
+    where = "p=30.0"  # feature 20 of the left field
+    with pytest.raises(xsvd.InfiniteValueError, match=rf"\({where}\) of the left field"):
+        xsvd.mca(_labeled(bad, "p", put), good_r, K, seed=0)
+    with pytest.raises(xsvd.InfiniteValueError, match=rf"\({where}\) of the right field"):
+        xsvd.mca(good_r, _labeled(bad, "p", put), K, seed=0)
+    for method in ("compressed", "exact"):
+        with pytest.raises(xsvd.InfiniteValueError, match=rf"\({where}\) of the data"):
+            xsvd.extended_eof(_labeled(-bad, "p", put), K, embedding=2, method=method)
+    xsvd.mca(good_l, good_r, K, seed=0)  # finite: fine
+
+
+def test_partial_nan_is_the_core_check_naming_the_feature():
+    left, right = _matrices(4)
+    left[3, 11] = np.nan
+    with pytest.raises(xsvd.MissingValueError) as err:
+        xsvd.mca(_labeled(left, "p"), _labeled(right, "q"), K)
+    # the core's message (xsvd.core.missing.check_nan_counts), naming feature 11 and the field
+    assert str(err.value).startswith(
+        "The data has NaN at some but not all samples of 1 feature(s): (p=16.5) of the left "
+        "field. Features that are NaN at every sample (e.g. land in an ocean field) are handled"
+    )
+    assert "fill, replace or drop them" in str(err.value)
+    with pytest.raises(xsvd.MissingValueError, match=r"\(p=16.5\) of the data"):
+        xsvd.extended_eof(_labeled(left, "p"), K, embedding=2)
+
+
+# ------------------------------------------------------------- options
+
+
+@pytest.mark.parametrize("function", [xsvd.mca, xsvd.extended_eof])
+def test_compressed_options_are_declared_once_with_the_same_defaults(function):
+    params = inspect.signature(function).parameters
+    for f in fields(CompressedOptions):
+        assert params[f.name].default == f.default, f.name  # seed: None, as xsvd.compressed
+        assert params[f.name].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def _call(function, **kw):
+    left, right = _matrices(5)
+    if function is xsvd.mca:
+        return xsvd.mca(_labeled(left, "p"), _labeled(right, "q"), 2, **kw)
+    return xsvd.extended_eof(_labeled(left, "p"), 2, embedding=2, **kw)
+
+
+@pytest.mark.parametrize("function", [xsvd.mca, xsvd.extended_eof])
+def test_options_that_do_not_apply_are_refused(function):
+    name = function.__name__
+    with pytest.raises(ValueError, match=rf"{name}\(\) always takes .* krylov=False"):
+        _call(function, krylov=False)
+    with pytest.raises(ValueError, match=rf"{name}\(\) computes its products .* dtype="):
+        _call(function, dtype="float32")
+    with pytest.raises(ValueError, match="n_power_iter, seed only apply to the compressed"):
+        _call(function, method="exact", n_power_iter=2, seed=0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_power_iters'"):
+        _call(function, n_power_iters=2)
+    _call(function, krylov=True)  # what the solver does anyway
+
+
+@pytest.mark.parametrize("function", [xsvd.mca, xsvd.extended_eof])
+def test_seed_none_draws_afresh_and_a_seed_repeats(function):
+    # one pass: the Ritz values of the random start block, which depend on the draw
+    a, b = (_call(function, n_power_iter=0).singular_values.values for _ in range(2))
+    assert not np.array_equal(a, b)
+    c, d = (_call(function, n_power_iter=0, seed=7).singular_values.values for _ in range(2))
+    np.testing.assert_array_equal(c, d)
+
+
+# ---------------------------------------------- out of core: ||C||_F^2
+
+
+class _Source:
+    """An array-like for ``da.from_array`` that tracks how many of its values are held in
+    memory at once (each read is a fresh array, released when no longer referenced)."""
+
+    def __init__(self, data: np.ndarray):
+        self.data, self.shape, self.dtype, self.ndim = data, data.shape, data.dtype, 2
+        self.live = self.most = 0
+
+    def _released(self, size: int):
+        self.live -= size
+
+    def __getitem__(self, key):
+        out = np.array(self.data[key])
+        if out.size:
+            self.live += out.size
+            self.most = max(self.most, self.live)
+            weakref.finalize(out, self._released, out.size)
+        return out
+
+
+def test_squared_covariance_fraction_of_lazy_fields_never_holds_a_field(monkeypatch):
+    left, right = _matrices(6)  # more features than samples: the Gram route
+    sources = [_Source(left), _Source(right)]
+    lazy = [
+        _labeled(da.from_array(s, chunks=(20, -1)), name)  # stripes of samples
+        for s, name in zip(sources, "pq", strict=True)
+    ]
+    res = xsvd.mca(*lazy, K, seed=0)
+    ref = xsvd.mca(_labeled(left, "p"), _labeled(right, "q"), K, seed=0)
+    # blocks of 10 features (raising=False: the old code had no such blocks)
+    monkeypatch.setattr(fields_module, "LAZY_BLOCK_VALUES", T * 10, raising=False)
+    for s in sources:
+        s.most = 0
+    frac = res.squared_covariance_fraction
+    np.testing.assert_allclose(frac.values, ref.squared_covariance_fraction.values, rtol=1e-12)
+    Bl = np.nan_to_num(left - left.mean(axis=0))  # land: NaN, then 0
+    Br = right - right.mean(axis=0)
+    total = ((Bl.T @ Br / (T - 1)) ** 2).sum()
+    np.testing.assert_allclose(res.total_squared_covariance, total, rtol=1e-12)
+    # a block of features at a time (every sample), never the field (read whole by a Gram
+    # matrix b @ b.T of stripes of samples)
+    for s in sources:
+        assert s.most <= T * 10 < s.data.size / 4, s.most
+
+
+@pytest.mark.parametrize("chunks", [(20, -1), (-1, 10)], ids=["samples", "features"])
+def test_lazy_blocks_never_write_into_the_data(chunks):
+    left, right = _matrices(7)
+    before = [left.copy(), right.copy()]
+    lazy = [
+        _labeled(da.from_array(a, chunks=chunks), n)
+        for a, n in zip((left, right), "pq", strict=True)
+    ]
+    res = xsvd.mca(*lazy, K, seed=0)
+    ref = xsvd.mca(_labeled(left, "p"), _labeled(right, "q"), K, seed=0)
+    np.testing.assert_allclose(
+        res.squared_covariance_fraction, ref.squared_covariance_fraction, rtol=1e-12
+    )
+    for a, b in zip((left, right), before, strict=True):
+        np.testing.assert_array_equal(a, b)
