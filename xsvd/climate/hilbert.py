@@ -11,17 +11,27 @@ where it is ahead or behind, that of ``U`` its progress in time
 
 How ``Z`` is decomposed
 -----------------------
-- In memory, ``method="exact"``: LAPACK's complex SVD of ``Z``.
-- Otherwise (Dask data, or ``method="compressed"``): the real matrix
-  ``R = [[P, -Q], [Q, P]]`` (``2m x 2n``), built lazily from the chunks of
-  ``Z``, goes to xsvd's own solvers (:func:`xsvd.linalg.exact_svd`,
-  :func:`xsvd.linalg.randomized_svd`) for ``2k`` components. ``R`` is ``Z``
+``Z`` is read a block of features at a time (every sample of each), on
+NumPy, Dask and devices alike (:mod:`.analytic_field`):
+
+- ``method="exact"``: the dense complex SVD of ``Z`` (LAPACK's, or the
+  device library's ``linalg.svd``), ``Z`` formed a block at a time.
+- ``method="compressed"``: xsvd's matrix-free block Krylov solver
+  (:func:`xsvd.core.randomized.operator.operator_svd`, with its error
+  estimates and stopping) on the real form ``R = [[P, -Q], [Q, P]]``
+  (``2m x 2n``), which is never formed: its products are ``Z``'s complex
+  products in real arithmetic, ``R [W1; W2] = [Re(Z Wc); Im(Z Wc)]`` with
+  ``Wc = W1 + i W2`` and ``R^T [T1; T2] = [Re(Z^H Tc); Im(Z^H Tc)]``. In
+  memory, ``Q`` is computed once and kept (one float64 copy of the field);
+  Dask chunks are transformed on the fly at each read. ``R`` is ``Z``
   acting on ``C^n`` seen as ``R^{2n}``: every singular value of ``Z``
   appears twice, with vectors ``[Re u; Im u]`` and ``[-Im u; Re u]``. The
   complex-linear part of the rank-``2k`` result, ``(1/2) U_c diag(S) V_c^H``
   with ``U_c = U_top + i U_bottom`` (the same for ``V``), is ``Z``'s
-  rank-``k`` SVD; a small complex SVD (``2k`` columns) extracts it, so near
-  equal singular values need no pairing of columns.
+  rank-``k`` SVD; a small complex SVD (:func:`pairs_to_complex`) extracts
+  it, so near equal singular values need no pairing of columns. The error
+  estimates of each complex triplet are those of its pair of real ones
+  (:func:`complex_errors`).
 
 The phase convention
 --------------------
@@ -40,103 +50,41 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from ..core import MissingValueError, backend, exact_svd, randomized_svd
+from ..core import backend
+from ..core.blas import small_blas, small_step
+from ..core.options import CompressedOptions, check_flag, split_options, takes_options
+from ..core.randomized.operator import operator_svd
+from ..core.randomized.small import ANGLE_ROUNDING, ROUNDING
 from ..labeled.api import choose_method, labeled_matrix
-from ..labeled.base import Result, component_array, errors_from_part, errors_part, ratio
+from ..labeled.base import Result, errors_from_part, errors_part, ratio
 from ..labeled.layout import COMPONENT, Layout
+from . import analytic_field
+from .analytic import analytic_signal
 
 __all__ = ["hilbert_eof", "HilbertResult", "analytic_signal", "complex_phase_rule"]
 
-#: Warn when putting the sample dimension in one chunk makes a block larger than this.
-BLOCK_WARN_BYTES = 256 * 2**20
-#: ``padding="exp"``: each end is extended by this many series lengths.
-PAD_LENGTHS = 1
-
-
-def analytic_signal(x, *, padding: str = "exp", decay_factor: float = 0.2):
-    """Analytic signal ``x + i H[x]`` of each column of the real 2-D array ``x`` (float64).
-
-    The FFT construction (Marple 1999): the spectrum's negative frequencies
-    are set to zero and its positive ones doubled. ``padding="exp"``
-    extends each series at both ends by its mirror image about the end
-    sample, damped by ``exp(-j / (decay_factor * N))`` at ``j`` steps from
-    the end (``N`` samples), before the transform, and keeps the middle:
-    this tempers the jumps the FFT sees between the two ends. ``"none"``
-    transforms the series as they are (periodic continuation).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> t = np.arange(64)
-    >>> z = analytic_signal(np.cos(2 * np.pi * 4 * t / 64)[:, None], padding="none")
-    >>> bool(np.allclose(z[:, 0], np.exp(2j * np.pi * 4 * t / 64)))
-    True
-    """
-    x = np.asarray(x, dtype=np.float64)
-    n = x.shape[0]
-    if padding == "exp":
-        pad = min(PAD_LENGTHS * n, max(n - 1, 0))
-        j = np.arange(1, pad + 1, dtype=np.float64)[:, None]
-        damp = np.exp(-j / (decay_factor * n))
-        head = x[1 : pad + 1][::-1] * damp[::-1]
-        tail = x[n - 1 - pad : n - 1][::-1] * damp
-        series = np.concatenate([head, x, tail], axis=0)
-        start = pad
-    elif padding == "none":
-        series, start = x, 0
-    else:
-        raise ValueError(f"padding must be 'exp' or 'none', got {padding!r}.")
-    N = series.shape[0]
-    h = np.zeros(N)
-    h[0] = 1.0
-    if N % 2 == 0:
-        h[N // 2] = 1.0
-        h[1 : N // 2] = 2.0
-    else:
-        h[1 : (N + 1) // 2] = 2.0
-    z = np.fft.ifft(np.fft.fft(series, axis=0) * h[:, None], axis=0)
-    return z[start : start + n]
-
-
-def _prepared_block(x, w, *, center: bool, standardize: bool, padding: str, decay: float):
-    """One block (all samples x some features): anomalies, weights, analytic signal."""
-    x = np.asarray(x, dtype=np.float64)
-    w = None if w is None else np.asarray(w, dtype=np.float64).reshape(-1)
-    nan = np.isnan(x)
-    all_nan = nan.all(axis=0)
-    if (nan.any(axis=0) & ~all_nan).any():
-        raise MissingValueError(
-            "The Hilbert transform needs every feature complete along the sample dimension: "
-            f"{int((nan.any(axis=0) & ~all_nan).sum())} feature(s) in a block are NaN at some "
-            "samples but not all (the FFT would spread the gap over the whole series). Fill "
-            "them first, e.g. `da.interpolate_na('time')` or `da.fillna(0)` on anomalies; "
-            "features NaN at every sample (land) are fine."
-        )
-    x = np.where(all_nan, 0.0, x)
-    if center:
-        x = x - x.mean(axis=0)
-    if standardize:
-        sd = x.std(axis=0)
-        x = x / np.where(sd > 0, sd, np.inf)
-    if w is not None:
-        x = x * w
-    z = analytic_signal(x, padding=padding, decay_factor=decay)
-    return np.where(all_nan, complex(np.nan, np.nan), z)
-
 
 def complex_phase_rule(U, V):
-    """xsvd's phase rule for complex singular pairs (NumPy arrays, NaN rows of ``V`` allowed).
+    """xsvd's phase rule for complex singular pairs (arrays of any backend, NaN rows of
+    ``V`` allowed).
 
     In each column the entry of ``V`` with the largest magnitude becomes
     real and positive (the first where several tie); ``U`` turns with it, so
     ``U diag(S) V^H`` is unchanged.
     """
-    mag = np.where(np.isnan(V), -1.0, np.abs(V))
-    top = V[mag.argmax(axis=0), np.arange(V.shape[1])]
-    turn = np.where(np.abs(top) > 0, np.conj(top) / np.where(top == 0, 1, np.abs(top)), 1)
+    xp = backend.api(V)
+    k = V.shape[1]
+    mag = xp.where(xp.isnan(V), -1.0, xp.abs(V))
+    first = xp.argmax(mag, axis=0)
+    columns = xp.arange(k, dtype=first.dtype, device=backend.device(V))
+    top = xp.take(xp.reshape(V, (-1,)), first * k + columns)
+    size = xp.abs(top)
+    one = xp.ones_like(top)
+    turn = xp.where(size > 0, xp.conj(top) / xp.where(size > 0, size, 1.0), one)
     return U * turn, V * turn
 
 
+@small_step
 def pairs_to_complex(UR, S, VR, m: int, n: int, k: int):
     """Rank-``k`` SVD of ``Z`` from an SVD of its real form ``R = [[P, -Q], [Q, P]]``.
 
@@ -154,6 +102,44 @@ def pairs_to_complex(UR, S, VR, m: int, n: int, k: int):
     U, V = qu @ a[:, :k], qv @ bh.conj().T[:, :k]
     V[nan] = complex(np.nan, np.nan)
     return U, s[:k], V
+
+
+def complex_errors(errors, S, k: int) -> np.ndarray:
+    """The error estimates (k x 3) of ``Z``'s triplets from those of its real form's.
+
+    ``errors`` (2K x 3) and ``S`` (2K,): the solver's estimates and Ritz
+    values of ``R``'s leading ``2K >= 2k`` triplets, where each of ``Z``'s
+    is a pair (``2j``, ``2j + 1``). Per complex triplet:
+
+    - the error of ``S`` and the relative residual: the larger of the pair's;
+    - the angle of the vectors: the solver's angle of each real vector is
+      no bound here (its partner has the same singular value, a gap of 0),
+      so it is Davis-Kahan's for the pair's plane (the complex vector and
+      its multiples by ``exp(i theta)``), as the solver computes it for one
+      vector: the pair's residual ``sqrt(rho_a^2 + rho_b^2)`` over the gap
+      between its Ritz values and the other pairs' eigenvalues (above: their
+      Ritz values, lower bounds; below: Ritz value plus error). Without a
+      pair below the last (``K == k``) its angle is ``pi / 2``, the trivial bound.
+    """
+    e = np.asarray(backend.to_numpy(errors), dtype=np.float64)
+    S = np.asarray(backend.to_numpy(S), dtype=np.float64)
+    K = min(e.shape[0], S.shape[0]) // 2
+    if K < k:  # fewer real triplets than two per component: nothing is known
+        return np.tile([np.inf, np.pi / 2, np.inf], (k, 1))
+    pair_e = e[: 2 * K].reshape(K, 2, 3)
+    pair_s = S[: 2 * K].reshape(K, 2)
+    s_err = pair_e[:, :, 0].max(axis=1)
+    residual = pair_e[:, :, 2].max(axis=1)
+    lam_hi, lam_lo = pair_s.max(axis=1) ** 2, pair_s.min(axis=1) ** 2
+    rho = np.sqrt(((pair_e[:, :, 2] * pair_s**2) ** 2).sum(axis=1))  # ||R^T R x - lam x||
+    above = np.r_[np.inf, lam_lo[:-1]]  # the eigenvalues above are at least these
+    below = np.r_[(pair_s.max(axis=1)[1:] + s_err[1:]) ** 2, np.nan]  # and below at most
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = np.minimum(above - lam_hi, lam_lo - below)
+        unit = max(ANGLE_ROUNDING, ROUNDING) * float(np.finfo(np.float64).eps)
+        sine = np.where(gap > 0, (rho + unit * lam_hi[0]) / gap, 1.0) + unit
+        angle = np.arcsin(np.clip(np.where(np.isnan(sine), 1.0, sine), 0, 1))
+    return np.stack([s_err, angle, residual], axis=1)[:k]
 
 
 class HilbertResult(Result):
@@ -232,7 +218,9 @@ class HilbertResult(Result):
 
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
-        out = self.S.copy(data=ratio(self.S, self.total_variance))
+        shares = ratio(self.S.data, self.total_variance.data)
+        shares = backend.on_backend_of(shares, self.S.data)
+        out = self.S.copy(data=shares)
         return out.rename("explained_variance_ratio").assign_attrs(units="1")
 
     def eigenvalues(self, *, ddof: int = 1) -> xr.DataArray:
@@ -255,7 +243,7 @@ class HilbertResult(Result):
 
     def components_phase(self) -> xr.DataArray:
         """``angle(V)`` in radians (-pi, pi]: each pattern's spatial phase."""
-        return xr.apply_ufunc(np.angle, self.V).rename("components_phase")
+        return _angle(self.V).rename("components_phase")
 
     def scores_amplitude(self, *, normalized: bool = True) -> xr.DataArray:
         """``|U|`` (xeofs' default), or ``|U S|`` with ``normalized=False``: amplitude in time."""
@@ -263,7 +251,7 @@ class HilbertResult(Result):
 
     def scores_phase(self) -> xr.DataArray:
         """``angle(U)`` in radians (-pi, pi]: each component's phase in time."""
-        return xr.apply_ufunc(np.angle, self.U).rename("scores_phase")
+        return _angle(self.U).rename("scores_phase")
 
     def reconstruct(self, k: int | None = None) -> xr.DataArray:
         """The field that the first ``k`` components describe, ``Re(U diag(S) V^H)``, with
@@ -278,15 +266,30 @@ class HilbertResult(Result):
         k = self._check_k(k)
         sel = {COMPONENT: slice(0, k)}
         U, S, V = self.U.isel(sel), self.S.isel(sel), self.V.isel(sel)
-        X = xr.dot(U * S, np.conj(V), dim=COMPONENT).real
+        xp = backend.api(U.data)
+        samples, features = U.shape[:-1], V.shape[1:]
+        u = backend.reshape(U.data, (int(np.prod(samples)), k))
+        v = backend.reshape(V.data, (k, int(np.prod(features))))
+        X = xp.real((u * S.data) @ xp.conj(v))
         scale = self._parts.get("scale")
         if scale is not None:  # weights over standard deviations: divided out
-            X = X / scale.where(scale != 0)
+            d = backend.reshape(scale.data, (v.shape[1],))
+            X = X / xp.where(d != 0, d, xp.nan)
         mean = self._parts.get("mean")
         if mean is not None:
-            X = X + mean
-        dims = [*self.U.dims[:-1], *self.V.dims[1:]]
-        return X.transpose(*dims).rename(self._record.get("name"))
+            X = X + backend.reshape(mean.data, (v.shape[1],))
+        coords = {
+            name: c
+            for part in (U, V)
+            for name, c in part.coords.items()
+            if COMPONENT not in c.dims and name != COMPONENT
+        }
+        return xr.DataArray(
+            backend.reshape(X, (*samples, *features)),
+            dims=(*U.dims[:-1], *V.dims[1:]),
+            coords=coords,
+            name=self._record.get("name"),
+        )
 
     def to_dataset(self) -> xr.Dataset:
         """The saved form (:class:`~xsvd.labeled.base.Result`; complex parts as their real
@@ -294,6 +297,7 @@ class HilbertResult(Result):
         return super().to_dataset()
 
 
+@takes_options(CompressedOptions)
 def hilbert_eof(
     da: xr.DataArray,
     k: int | None = None,
@@ -336,9 +340,12 @@ def hilbert_eof(
         The taper's e-folding length as a fraction of the series length.
     method : {"auto", "exact", "compressed"}
         ``"auto"`` follows :func:`xsvd.choose_method` on the field's shape.
-    **compressed_options
-        ``n_power_iter``, ``n_oversamples``, ``seed``, ``tol``, ... for
-        ``method="compressed"`` (see :func:`xsvd.compressed`).
+    n_power_iter, n_oversamples, seed, tol, max_passes
+        ``method="compressed"`` only, with the defaults and meanings of
+        :func:`xsvd.compressed`: by default the passes stop once every
+        component's estimated relative error is below ``1e-6``, after 8 at
+        most. The solver is block Krylov in float64, so ``krylov=False`` and
+        ``dtype="float32"`` are refused.
 
     Returns
     -------
@@ -361,12 +368,22 @@ def hilbert_eof(
     would spread each gap over the whole series. Features NaN at every
     sample stay NaN in ``V``.
 
-    Dask: the transform needs each series whole, so the sample dimension is
-    put in one chunk (lazily; the feature dimensions stay chunked): a block
-    then holds every sample of its features, as complex numbers (16 bytes
-    each). Make blocks small along the features (``da.chunk({"time": -1,
-    "lat": 10})``) for big records; a warning says when a block exceeds
-    256 MiB. The data are read once per pass of the solver.
+    Memory: neither the real form nor a complex copy of the field is
+    formed. In memory (NumPy or a device), ``method="compressed"`` keeps one
+    float64 copy of the field's transform beside the data (measured peak
+    about 2.5x the field, :file:`benchmarks/results/hilbert.md`);
+    ``method="exact"`` forms the complex ``Z`` (16 bytes a value) for LAPACK.
+
+    Dask: the transform needs each series whole, so a sample dimension in
+    several chunks is put in one (lazily; the features rechunked to blocks
+    of about 32 MiB, or kept as they are): a block then holds every sample
+    of its features. Make blocks small along the features (``da.chunk({"time":
+    -1, "lat": 10})``) for big records; a warning says when a block exceeds
+    256 MiB. The data are read once for the feature statistics, then once
+    per pass of the solver (both products of a pass from one read of each
+    block when the samples are fewer than the features, else one read per
+    product); each read transforms its blocks again, nothing of the field's
+    size is kept. The results are computed (NumPy).
 
     References
     ----------
@@ -399,116 +416,167 @@ def hilbert_eof(
         raise ValueError(f"padding must be 'exp' or 'none', got {padding!r}.")
     if not decay_factor > 0:
         raise ValueError(f"decay_factor must be > 0, got {decay_factor!r}.")
+    check_flag("center", center)
+    check_flag("standardize", standardize)
+    (options,) = split_options(compressed_options, (CompressedOptions,), "hilbert_eof")
     layout, da, a, w, _ = labeled_matrix(da, dims, weights)
     m, n = a.shape
     if method == "auto":
         method = choose_method(m, n, k)
-    if compressed_options and method != "compressed":
+    given = options.given()
+    if given and method != "compressed":
         raise ValueError(
-            f"{', '.join(compressed_options)} only apply to method='compressed'; the "
+            f"{', '.join(given)} only apply to method='compressed'; the "
             f"{method} solver was chosen. Drop them or pass `method='compressed'`."
         )
-    if k is not None and (not isinstance(k, int | np.integer) or not 1 <= k <= min(m, n)):
+    if k is not None and (
+        isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= min(m, n)
+    ):
         raise ValueError(f"k must be an integer between 1 and {min(m, n)}, got {k!r}.")
     if k is None and method == "compressed":
         raise ValueError("method='compressed' needs the number of components: pass `k=`.")
-    kw = dict(center=center, standardize=standardize, padding=padding, decay=decay_factor)
+    if method == "compressed":
+        _check_solver_options(options)
+    f = analytic_field.prepare(
+        a,
+        w,
+        center=center,
+        standardize=standardize,
+        padding=padding,
+        decay_factor=decay_factor,
+        keep_transform=method == "compressed",
+        locate=layout.feature_locator(),
+    )
+    if k is not None and k > min(f.shape):
+        raise ValueError(
+            f"k={k} components, but only {f.shape[1]} feature(s) are not NaN at every "
+            f"sample: pass k <= {min(f.shape)}."
+        )
     settings = dict(k=k, center=center, standardize=standardize, padding=padding)
     if padding == "exp":
         settings["decay_factor"] = decay_factor
-    if method == "exact" and not backend.is_dask(a):
-        U, S, V, total = _exact_in_memory(backend.to_numpy(a), w, k, kw)
-        errors = np.zeros((S.shape[0], 3))
+    if method == "exact":
+        U, S, V, errors = _exact(f, k)
     else:
-        Z = _analytic_dask(a, w, kw) if backend.is_dask(a) else _prepared_block(a, w, **kw)
-        U, S, V, total, solved, errors = _via_real_form(Z, m, n, k, method, compressed_options)
-        settings.update({key: v for key, v in solved.items() if key not in settings})
+        U, S, V, errors, solved = _compressed(f, int(k), options)
+        settings.update(solved)
     U, V = complex_phase_rule(U, V)
+    if not backend.is_dask(a):  # results stay where the data are
+        U, S, V = (backend.on_backend_of(x, a) for x in (U, S, V))
+    V = f.full_rows(V)
     settings["k"] = int(S.shape[0])
     name = layout.name if layout.name is not None else "data"
-    S = component_array(S, "S", {"long_name": f"singular values of {name}"})
+    S = xr.DataArray(
+        S,
+        dims=(COMPONENT,),
+        coords=layout.component_coord(int(S.shape[0])),
+        name="S",
+        attrs={"long_name": f"singular values of {name}"},
+    )
     parts = {
         "U": layout.label_samples(U, "U", {"long_name": f"complex scores of {name}"}),
         "S": S,
         "V": layout.label_features(V, "V", {"long_name": f"complex patterns of {name}"}),
         "errors": errors_part(S, errors),
-        "total_variance": xr.DataArray(float(total), name="total_variance"),
-        **_undo(layout, a, w, center=center, standardize=standardize),
+        "total_variance": xr.DataArray(float(f.total), name="total_variance"),
+        **_undo(layout, f, a, w, center=center, standardize=standardize),
     }
     record = {"settings": settings, "method": method, "n_samples": m, "name": layout.name}
     return HilbertResult(parts, record)
 
 
-def _undo(layout: Layout, a, w, *, center: bool, standardize: bool) -> dict:
-    """The per-feature mean and scale (weights over standard deviations) that
-    :meth:`HilbertResult.reconstruct` undoes, labeled (NaN at all-NaN features)."""
-    parts = {}
-    x = backend.astype(a, np.float64)
-    stats = {"mean": x.mean(axis=0)} if center else {}
-    if standardize:
-        stats["std"] = x.std(axis=0)
-    if backend.is_dask(a):
-        stats = dict(zip(stats, backend.compute(*stats.values()), strict=True))
-    stats = {key: np.asarray(backend.to_numpy(v), dtype=np.float64) for key, v in stats.items()}
-    mean, std = stats.get("mean"), stats.get("std")
-    if mean is not None:
-        parts["mean"] = layout.label_feature_vector(mean, "mean")
-    scale = np.ones(layout.n_features) if w is None else np.asarray(backend.to_numpy(w), float)
-    if std is not None:
-        scale = np.where(std > 0, scale / np.where(std > 0, std, 1.0), 0.0)
-    if w is not None or std is not None:
-        parts["scale"] = layout.label_feature_vector(scale, "scale")
-    return parts
+def _angle(x: xr.DataArray) -> xr.DataArray:
+    """``angle(x)`` in radians (-pi, pi], in the memory of ``x`` (NumPy's ``np.angle``)."""
+    xp = backend.api(x.data)
+    return x.copy(data=xp.atan2(xp.imag(x.data), xp.real(x.data)))
 
 
-def _exact_in_memory(a, w, k, kw):
-    Z = _prepared_block(a, w, **kw)
-    nan = np.isnan(Z[0])
-    U, S, Vh = np.linalg.svd(Z[:, ~nan], full_matrices=False)
+def _check_solver_options(options: CompressedOptions) -> None:
+    """Refuse what the operator solver cannot honour; check the rest as xsvd.compressed."""
+    if options.krylov is False:
+        raise ValueError(
+            "hilbert_eof runs on the block Krylov solver only; krylov=False (subspace "
+            "iteration) is not available for it. Drop krylov=False."
+        )
+    if options.dtype is not None and backend.numpy_dtype(options.dtype) != np.float64:
+        raise ValueError(
+            f"hilbert_eof computes the analytic signal and its products in float64; "
+            f"dtype={options.dtype!r} is not available for it. Drop dtype= (or pass "
+            "dtype='float64')."
+        )
+    options.resolved(lazy=False)  # the same errors as xsvd.compressed for the others
+
+
+def _exact(f, k):
+    """The dense complex SVD of ``Z``: ``(U, S, V, errors)``, V on the kept features."""
+    Z = f.formed()
+    xp = backend.api(Z)
+    with small_blas(Z):  # one BLAS thread where it is small
+        U, S, Vh = xp.linalg.svd(Z, full_matrices=False)
     r = S.shape[0] if k is None else k
-    V = np.full((Z.shape[1], r), complex(np.nan, np.nan))
-    V[~nan] = Vh[:r].conj().T
-    return U[:, :r], S[:r], V, float((S**2).sum())
+    return U[:, :r], S[:r], xp.conj(Vh[:r, :]).T, np.zeros((r, 3))
 
 
-def _analytic_dask(a, w, kw):
-    """The analytic signal of Dask data, lazily: samples in one chunk, features as they are."""
-    import dask.array as da
+def _compressed(f, k: int, options: CompressedOptions):
+    """Block Krylov on the real form: ``(U, S, V, errors, settings)`` (host NumPy).
 
-    if len(a.chunks[0]) > 1:
-        a = a.rechunk({0: -1})
-        block = a.shape[0] * max(a.chunks[1]) * 16
-        if block > BLOCK_WARN_BYTES:
+    One pair more than asked where there is room, for the gap below the
+    last component that its angle's bound needs (:func:`complex_errors`).
+    """
+    m, n = f.shape
+    pairs = k + 1 if k < min(m, n) else k
+    res = operator_svd(
+        f.matmat,
+        f.rmatmat,
+        (2 * m, 2 * n),
+        2 * pairs,
+        n_oversamples=options.n_oversamples,
+        n_power_iter=options.n_power_iter,
+        tol=options.tol,
+        max_passes=options.max_passes,
+        seed=options.seed,
+    )
+    U, S, V = pairs_to_complex(res.U, res.S, res.V, m, n, k)
+    errors = complex_errors(res.errors, res.S, k)
+    resolved = options.resolved(lazy=False)
+    settings = {
+        "n_power_iter": res.passes - 1,
+        "n_oversamples": resolved.n_oversamples,
+        "seed": options.seed,
+        "dtype": "float64",
+        "passes": res.passes,
+        "krylov": True,
+    }
+    if options.n_power_iter is None:  # stopped by tol (asked for, or the default)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(S > 0, errors[:, 0] / S, np.inf)
+        reached = float(np.maximum(rel, errors[:, 2]).max())
+        settings.update(tol=resolved.tol, estimated_error=reached)
+        if options.max_passes is not None:
+            settings["max_passes"] = int(options.max_passes)
+        if options.tol is not None and reached > options.tol:
             warnings.warn(
-                f"The Hilbert transform needs each series whole: the sample dimension is put "
-                f"in one chunk, so a block holds {block / 2**20:.0f} MiB of complex values. "
-                "Chunk the feature dimensions smaller (e.g. `da.chunk({'time': -1, 'lat': "
-                "10})`) to use less memory.",
-                UserWarning,
+                f"tol={options.tol:g} was not reached in {res.passes} passes over the data: "
+                f"the largest estimated relative error is {reached:.3g}. Pass a larger "
+                "max_passes, a larger n_oversamples, or accept the estimates (res.errors).",
+                RuntimeWarning,
                 stacklevel=3,
             )
-    wd = da.from_array(np.ones(a.shape[1]) if w is None else w, chunks=(a.chunks[1],))[None]
-    return da.map_blocks(lambda x, wb: _prepared_block(x, wb, **kw), a, wd, dtype=np.complex128)
+    if not res.bounds:
+        settings["error_bounds"] = False
+    return U, S, V, errors, settings
 
 
-def _via_real_form(Z, m, n, k, method, options):
-    """SVD of ``Z`` through ``R = [[P, -Q], [Q, P]]`` and xsvd's real solvers."""
-    lib = backend.array_module(Z)
-    P, Q = Z.real, Z.imag
-    R = lib.block([[P, -Q], [Q, P]])
-    kk = None if k is None else 2 * k
-    if method == "exact":
-        d = exact_svd(R, kk, center=False, compute=True)
-    else:
-        d = randomized_svd(R, kk, center=False, compute=True, **options)
-    UR, SR, VR = (backend.to_numpy(x) for x in (d.U, d.S, d.V))
-    # all components: as many as the features present (land left out) or the samples
-    r = min(m, n - int(np.isnan(VR[:n]).any(axis=1).sum())) if k is None else k
-    U, S, V = pairs_to_complex(UR, SR, VR, m, n, r)
-    total = float(backend.to_numpy(d.total_ss)) / 2
-    # each complex triplet is a pair of real ones: the larger of the pair's estimates
-    errors = None
-    if d.errors is not None:
-        e = np.asarray(backend.to_numpy(d.errors), dtype=np.float64)[: 2 * r]
-        errors = np.maximum(e[0::2], e[1::2]) if e.shape[0] == 2 * r else None
-    return U, S, V, total, d.settings, errors
+def _undo(layout: Layout, f, a, w, *, center: bool, standardize: bool) -> dict:
+    """The per-feature mean and scale (weights over standard deviations) that
+    :meth:`HilbertResult.reconstruct` undoes, labeled (NaN at all-NaN features), in the
+    memory of the data (host for Dask data)."""
+    like = None if backend.is_dask(a) else a
+    parts = {}
+    if center:
+        mean = f.mean if like is None else backend.on_backend_of(f.mean, like)
+        parts["mean"] = layout.label_feature_vector(mean, "mean")
+    if w is not None or standardize:
+        scale = f.scale if like is None else backend.on_backend_of(f.scale, like)
+        parts["scale"] = layout.label_feature_vector(scale, "scale")
+    return parts
