@@ -39,7 +39,7 @@ from ..core import backend
 from ..core.missing import MissingValueError
 from . import analytic
 
-__all__ = ["AnalyticField", "prepare", "BLOCK_VALUES", "BLOCK_WARN_BYTES"]
+__all__ = ["AnalyticField", "prepare", "transform_into", "BLOCK_VALUES", "BLOCK_WARN_BYTES"]
 
 #: Values of the data per block of features (~32 MiB of float64).
 BLOCK_VALUES = 1 << 22
@@ -284,14 +284,8 @@ def _transform_all(f: AnalyticField):
     m, n = f.shape
     q = xp.empty((m, n), dtype=xp.float64, device=backend.device(f.data))
 
-    def one(block):  # a few columns at a time: the temporaries are small
-        total = 0.0
-        for j, k in _pieces(f.data, *block):
-            p = analytic.centered(f.columns(j, k), f.mu_kept[j:k], f.d_kept[j:k])
-            qb = analytic.hilbert_transform(p, **f.transform)
-            q[:, j:k] = qb
-            total += backend.to_scalar(xp.sum(p * p) + xp.sum(qb * qb))
-        return total
+    def one(block):
+        return transform_into(q, f.columns, f.mu_kept, f.d_kept, f.transform, *block)
 
     blocks = f.blocks()
     threads = min(len(blocks), FFT_THREADS)
@@ -301,6 +295,20 @@ def _transform_all(f: AnalyticField):
     else:
         sums = [one(b) for b in blocks]
     return q, float(sum(sums))
+
+
+def transform_into(out, columns: Callable, mu, d, transform: dict, s: int, e: int) -> float:
+    """Write ``Q = H[(X - mu) d]`` of the kept features ``s`` to ``e`` into ``out[:, s:e]``
+    (``columns(j, k)``: the data's kept features ``j`` to ``k``), a few columns at a time
+    (small temporaries); returns their ``||P||^2 + ||Q||^2``."""
+    xp = backend.api(out)
+    total = 0.0
+    for j, k in _pieces(out, s, e):
+        p = analytic.centered(columns(j, k), mu[j:k], d[j:k])
+        q = analytic.hilbert_transform(p, **transform)
+        out[:, j:k] = q
+        total += backend.to_scalar(xp.sum(p * p) + xp.sum(q * q))
+    return total
 
 
 def _pieces(data, s: int, e: int) -> list[tuple[int, int]]:
@@ -326,16 +334,17 @@ def _chunk_plan(f: AnalyticField) -> list[tuple[int, np.ndarray, int, int]]:
 
 
 def _chunk_products(x, local, mu, d, transform, T2, W2):
-    """One chunk's share: ``(rows, share of R W, ||Z||^2 of the chunk)``, on the host."""
-    x = x[:, local] if local.size != x.shape[1] else x
+    """One chunk's share: ``(rows, share of R W, ||Z||^2 of the chunk)``, on the host.
+    Its temporaries: the kept columns (where some are not) and their transform."""
+    if local.size != x.shape[1]:
+        x = backend.api(x).take(x, backend.on_backend_of(local, x), axis=1)
+    xp = backend.api(x)
     mu, d = backend.on_backend_of(mu, x), backend.on_backend_of(d, x)
-    p = analytic.centered(x, mu, d)
-    q = analytic.transformed(p, **transform, columns=analytic.FFT_COLUMNS)
+    q = xp.empty(x.shape, dtype=xp.float64, device=backend.device(x))
+    total = transform_into(q, lambda j, k: x[:, j:k], mu, d, transform, 0, x.shape[1])
     T = None if T2 is None else backend.on_backend_of(T2, x)
     W = W2 if W2 is None or isinstance(W2, str) else backend.on_backend_of(W2, x)
     rows, share = analytic.block_products(x, q, mu, d, T, W)
-    xp = backend.api(p)
-    total = backend.to_scalar(xp.sum(p * p) + xp.sum(q * q))
     host = [None if r is None else np.asarray(backend.to_numpy(r)) for r in (rows, share)]
     return host[0], host[1], total
 
