@@ -197,7 +197,9 @@ def test_rotate_on_the_device(field, method):
     got, want = res.rotate(3, method=method), host.rotate(3, method=method)
     _same(got.eofs(), want.eofs(), rtol=1e-10)
     _same(got.pcs(), want.pcs(), rtol=1e-10)
-    np.testing.assert_allclose(got.S.values, want.S.values, rtol=1e-10)
+    # S lives on the device with U and V (it was NumPy: the line read got.S.values)
+    assert backend.device(got.S.data) == backend.device(got.V.data)
+    np.testing.assert_allclose(backend.to_numpy(got.S.data), want.S.values, rtol=1e-10)
 
 
 def test_standardize_on_the_device():

@@ -232,7 +232,8 @@ def bootstrap(
     ones = xp.ones((1, k), dtype=xp.float64, device=backend.device(S))
     dots = xp.concat([ones, *dots])
     positive = ss > 0
-    ratio = xp.where(positive[:, None], S**2 / xp.where(positive, ss, 1.0)[:, None], 0.0)
+    # 0 / 0 is NaN, as in every result's explained_variance_ratio
+    ratio = xp.where(positive[:, None], S**2 / xp.where(positive, ss, 1.0)[:, None], xp.nan)
     settings = _settings(opts, stop, batches, reader, center, ci)
     parts = dict(S=S, ratio=ratio, dots=dots, original=original, U0=U0, Vs=Vs, errors=errors0)
     ds = _dataset(layout, reader.put(counts), parts, ci, settings)
