@@ -44,6 +44,8 @@ from ..core.options import (
 from ..labeled.api import labeled_matrix
 from ..labeled.base import Result, errors_from_part, errors_part
 from ..labeled.layout import COMPONENT
+from ..labeled.units import describe as describe_units
+from ..labeled.units import quantify
 from .resampling import CAP, CONVERGED, FIXED, SPACE_FULL, Reader, Stopping, relative_error
 from .resampling import run_batch as _run_batch
 
@@ -197,7 +199,7 @@ def bootstrap(
         _check("batch", batch, 1)
     if not 0 < ci < 1:
         raise ValueError(f"ci must be between 0 and 1, e.g. 0.95, got {ci!r}.")
-    layout, da, a, w, _ = labeled_matrix(da, dim, weights)
+    layout, da, a, w, units = labeled_matrix(da, dim, weights)
     m, nf = a.shape
     if k > min(m, nf):
         raise ValueError(f"k={k} is more than the {min(m, nf)} components of a {m} x {nf} matrix.")
@@ -237,7 +239,7 @@ def bootstrap(
     settings = _settings(opts, stop, batches, reader, center, ci)
     parts = dict(S=S, ratio=ratio, dots=dots, original=original, U0=U0, Vs=Vs, errors=errors0)
     ds = _dataset(layout, reader.put(counts), parts, ci, settings)
-    return BootstrapResult.from_replicates(ds)
+    return BootstrapResult.from_replicates(ds, units)
 
 
 def _flips(negative):
@@ -400,14 +402,8 @@ class BootstrapResult(Result):
     )
     OPTIONAL_PARTS = ("replicate_V", "errors")
 
-    def __init__(self, parts: dict, record: dict):
-        self._parts = dict(parts)
-        self._record = dict(record)
-        self.settings = dict(record["settings"])
-        self.method = "bootstrap"
-
     @classmethod
-    def from_replicates(cls, ds: xr.Dataset) -> BootstrapResult:
+    def from_replicates(cls, ds: xr.Dataset, units=None) -> BootstrapResult:
         """The result of the Dataset that :func:`bootstrap` assembles."""
         parts = {"S": ds["original_singular_values"].rename("S"), "U": ds["U"], "V": ds["V"]}
         parts["explained_variance_ratio"] = (
@@ -422,14 +418,8 @@ class BootstrapResult(Result):
         settings["center"] = bool(settings["center"])
         if "error_bounds" in settings:
             settings["error_bounds"] = bool(settings["error_bounds"])
-        return cls(parts, {"settings": settings})
-
-    @classmethod
-    def from_state(cls, parts: dict, record: dict) -> BootstrapResult:
+        record = {"settings": settings, "method": "bootstrap", "units": describe_units(units)}
         return cls(parts, record)
-
-    def state(self) -> tuple[dict, dict]:
-        return dict(self._parts), dict(self._record)
 
     def __repr__(self) -> str:
         return (
@@ -450,8 +440,6 @@ class BootstrapResult(Result):
     def singular_values(self) -> xr.DataArray:
         return self._parts["S"]
 
-    S = singular_values
-
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
         return self._parts["explained_variance_ratio"]
@@ -470,8 +458,8 @@ class BootstrapResult(Result):
         doc="Each replicate's explained variance ratios (replicate x component).",
     )
     replicate_singular_values = property(
-        lambda self: self._part("replicate_singular_values"),
-        doc="Each replicate's singular values (replicate x component).",
+        lambda self: quantify(self._part("replicate_singular_values"), self.unit_of("singular")),
+        doc="Each replicate's singular values (replicate x component), in the units of ``S``.",
     )
     congruence = property(
         lambda self: self._part("congruence"),

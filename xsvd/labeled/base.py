@@ -42,6 +42,7 @@ import xarray as xr
 
 from ..core import backend
 from ..core.common import variance_ratio
+from . import units
 from .layout import COMPONENT
 
 __all__ = ["Result", "RESULT_CLASSES", "errors_dataset", "ERROR_COLUMNS", "component_array"]
@@ -79,16 +80,43 @@ class Result:
         RESULT_CLASSES[cls.__name__] = cls
 
     # ---------------------------------------------------------------- hook
+    def __init__(self, parts: dict[str, Any], record: dict):
+        """A result made of labeled ``parts`` (plain numbers: units are in the record) and
+        a JSON-able ``record`` (``settings``, ``method`` and, for quantified data,
+        ``units`` as :func:`xsvd.labeled.units.describe` writes them)."""
+        self._parts = dict(parts)
+        self._record = dict(record)
+        self.settings = dict(record["settings"])
+        self.method = record.get("method", self.settings.get("method"))
+
     def state(self) -> tuple[dict[str, Any], dict]:
         """``(parts, record)``: the labeled parts (DataArrays, or nested results) and a
-        JSON-able record (settings, method, sizes) from which :meth:`from_state` rebuilds
-        this result."""
-        raise NotImplementedError(f"{type(self).__name__} does not define state()")
+        JSON-able record (settings, method, sizes, units) from which :meth:`from_state`
+        rebuilds this result."""
+        return dict(self._parts), dict(self._record)
 
     @classmethod
     def from_state(cls, parts: dict[str, Any], record: dict) -> Result:
         """The result that :meth:`state` described."""
-        raise NotImplementedError(f"{cls.__name__} does not define from_state()")
+        return cls(parts, record)
+
+    # ------------------------------------------------------------- units
+    @property
+    def units(self) -> units.Units | None:
+        """The pint units of the decomposed data (:class:`xsvd.labeled.units.Units`), or
+        None for plain data."""
+        return units.restore(self._record.get("units"))
+
+    def unit_of(self, which: str):
+        """Pint units of ``"data"``, ``"singular"`` or ``"variance"``; None when plain."""
+        found = self.units
+        return None if found is None else getattr(found, which)
+
+    @property
+    def S(self) -> xr.DataArray:
+        """The singular values, pint-quantified where the data were (plain:
+        :attr:`singular_values`)."""
+        return units.quantify(self.singular_values, self.unit_of("singular"))
 
     def group_of(self, part: str) -> str:
         """The coordinate group of a part (``""``: the result's own coordinates)."""
