@@ -105,7 +105,7 @@ class Result:
     def units(self) -> units.Units | None:
         """The pint units of the decomposed data (:class:`xsvd.labeled.units.Units`), or
         None for plain data."""
-        return units.restore(self._record.get("units"))
+        return units.restore(self.__dict__.get("_record", {}).get("units"))
 
     def unit_of(self, which: str):
         """Pint units of ``"data"``, ``"singular"`` or ``"variance"``; None when plain."""
@@ -116,7 +116,13 @@ class Result:
     def S(self) -> xr.DataArray:
         """The singular values, pint-quantified where the data were (plain:
         :attr:`singular_values`)."""
+        if "_S_labeled" in self.__dict__:  # a result that labels its S when it is made
+            return self.__dict__["_S_labeled"]
         return units.quantify(self.singular_values, self.unit_of("singular"))
+
+    @S.setter
+    def S(self, value: xr.DataArray) -> None:
+        self.__dict__["_S_labeled"] = value
 
     def group_of(self, part: str) -> str:
         """The coordinate group of a part (``""``: the result's own coordinates)."""
