@@ -13,9 +13,10 @@ computed without holding the input.
 from __future__ import annotations
 
 import inspect
-import weakref
+import tracemalloc
 from dataclasses import fields
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -239,49 +240,34 @@ def test_seed_none_draws_afresh_and_a_seed_repeats(function):
 # ---------------------------------------------- out of core: ||C||_F^2
 
 
-class _Source:
-    """An array-like for ``da.from_array`` that tracks how many of its values are held in
-    memory at once (each read is a fresh array, released when no longer referenced)."""
-
-    def __init__(self, data: np.ndarray):
-        self.data, self.shape, self.dtype, self.ndim = data, data.shape, data.dtype, 2
-        self.live = self.most = 0
-
-    def _released(self, size: int):
-        self.live -= size
-
-    def __getitem__(self, key):
-        out = np.array(self.data[key])
-        if out.size:
-            self.live += out.size
-            self.most = max(self.most, self.live)
-            weakref.finalize(out, self._released, out.size)
-        return out
-
-
 def test_squared_covariance_fraction_of_lazy_fields_never_holds_a_field(monkeypatch):
-    left, right = _matrices(6)  # more features than samples: the Gram route
-    sources = [_Source(left), _Source(right)]
+    """Memory measured by tracemalloc (NumPy reports its arrays to it), one task at a time
+    (no thread timing): a Gram matrix ``b @ b.T`` of stripes of samples holds every
+    stripe until the last product; blocks of features read one at a time hold one."""
+    rng = np.random.default_rng(6)
+    n, a, b = 200, 8000, 3000  # a * b > n**2: the Gram route
+    left = rng.standard_normal((n, a)) + 3.0
+    right = rng.standard_normal((n, b)) + left[:, :1] - 1.0
     lazy = [
-        _labeled(da.from_array(s, chunks=(20, -1)), name)  # stripes of samples
-        for s, name in zip(sources, "pq", strict=True)
+        xr.DataArray(da.from_array(x, chunks=(10, -1)), dims=("time", d))  # stripes of samples
+        for x, d in ((left, "p"), (right, "q"))
     ]
-    res = xsvd.mca(*lazy, K, seed=0)
-    ref = xsvd.mca(_labeled(left, "p"), _labeled(right, "q"), K, seed=0)
-    # blocks of 10 features (raising=False: the old code had no such blocks)
-    monkeypatch.setattr(fields_module, "LAZY_BLOCK_VALUES", T * 10, raising=False)
-    for s in sources:
-        s.most = 0
-    frac = res.squared_covariance_fraction
-    np.testing.assert_allclose(frac.values, ref.squared_covariance_fraction.values, rtol=1e-12)
-    Bl = np.nan_to_num(left - left.mean(axis=0))  # land: NaN, then 0
+    res = xsvd.mca(*lazy, K, seed=0, n_power_iter=1)
+    # blocks of 200 features (raising=False: the old code had no such blocks)
+    monkeypatch.setattr(fields_module, "LAZY_BLOCK_VALUES", n * 200, raising=False)
+    tracemalloc.start()
+    try:
+        with dask.config.set(scheduler="synchronous"):
+            total = res.total_squared_covariance
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    Bl = left - left.mean(axis=0)
     Br = right - right.mean(axis=0)
-    total = ((Bl.T @ Br / (T - 1)) ** 2).sum()
-    np.testing.assert_allclose(res.total_squared_covariance, total, rtol=1e-12)
-    # a block of features at a time (every sample), never the field (read whole by a Gram
-    # matrix b @ b.T of stripes of samples)
-    for s in sources:
-        assert s.most <= T * 10 < s.data.size / 4, s.most
+    want = ((Bl @ Bl.T) * (Br @ Br.T)).sum() / (n - 1) ** 2  # ||Bl^T Br||_F^2
+    np.testing.assert_allclose(total, want, rtol=1e-12)
+    # two n x n matrices, a block and a stripe, never a field (12.8 MB)
+    assert peak < left.nbytes / 3, peak
 
 
 @pytest.mark.parametrize("chunks", [(20, -1), (-1, 10)], ids=["samples", "features"])

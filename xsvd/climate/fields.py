@@ -79,9 +79,7 @@ class Field:
     ``d`` (weights, over the standard deviations with ``standardize``),
     ``std`` the features' standard deviations (``ddof=0``, for correlations),
     ``kept`` which features of the layout are in ``data``: host (NumPy)
-    vectors; ``on_data`` holds them in the memory of the data. ``source``:
-    the Dask matrix with every feature, where ``data`` leaves some out (its
-    blocks of columns are read as slices of it, which Dask reads alone).
+    vectors; ``on_data`` holds them in the memory of the data.
     """
 
     layout: Layout
@@ -92,7 +90,6 @@ class Field:
     std: np.ndarray
     dtype: Any
     on_data: OnData
-    source: Any = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -106,6 +103,8 @@ class Field:
     def here(self, x):
         """``x`` (a small array, host or already here) in the memory of the data."""
         like = self.on_data.mean
+        if isinstance(like, np.ndarray):
+            return backend.to_numpy(x)  # counted where x leaves a device
         if backend.is_cupy(x) and backend.is_cupy(like):
             return x
         return backend.transfer(x, like)
@@ -156,34 +155,31 @@ class Field:
 
     def blocks(self, *, weighted: bool = True):
         """``(columns, B[:, columns])`` in float64, a block of columns (every sample) at a
-        time, in the memory of the data (a Dask field's block is computed);
+        time, in the memory of the data (a Dask field's block is computed: one block in
+        memory at a time when the caller lets go of each before the next);
         ``weighted=False``: of ``X - 1 mu^T``."""
         v = self.on_data
         for cols in self.column_blocks():
-            block, own = self._columns(cols)
-            block = backend.astype(block, np.float64, copy=not own)  # never the data's memory
+            block = self._columns(cols)  # a new float64 array, never the data's memory
             block -= v.mean[cols]
             if weighted:
                 block *= v.scale[cols]
             yield cols, block
+            del block  # before the next is read
 
     def _columns(self, cols: slice):
-        """``(X[:, cols], own)`` in memory; ``own``: a new array, not a view of the data's.
-
-        A Dask field's columns are computed, from a slice of ``source`` where some
-        features are left out (a slice of a chunk is read alone; a selection of columns
-        would read whole chunks and hold them until the block is done). Dask assembles a
-        block of several chunks along the samples into a new array.
-        """
+        """``X[:, cols]`` as a new float64 array in memory; a Dask field's chunks are
+        written into it one by one as they are read (``dask.array.store``: no chunk is
+        held until the block is done)."""
         if not backend.is_dask(self.data):
-            return self.data[:, cols], False
-        own = len(self.data.chunks[0]) > 1
-        if self.source is None:
-            return backend.compute(self.data[:, cols])[0], own
-        idx = np.flatnonzero(self.kept)[cols]
-        lo = int(idx[0])
-        (span,) = backend.compute(self.source[:, lo : int(idx[-1]) + 1])
-        return backend.api(span).take(span, backend.transfer(idx - lo, span), axis=1), True
+            return backend.astype(self.data[:, cols], np.float64)  # a copy
+        import dask.array as da
+
+        lazy = self.data[:, cols]
+        meta = backend.chunk_type(lazy)
+        out = backend.api(meta).empty(lazy.shape, dtype=backend.api(meta).float64)
+        da.store(lazy, out, lock=False)
+        return out
 
     def centered(self):
         """``B`` as a lazy Dask array (Dask data only)."""
@@ -373,8 +369,7 @@ def prepare_field(
     dtype = np.float32 if kind == np.float32 else np.float64
     mean = mean[kept] if center else np.zeros(int(kept.sum()))
     on_data = OnData(*(backend.transfer(v, a) for v in (mean, scale, std, kept)))
-    source = a if backend.is_dask(a) and not kept.all() else None
-    return Field(layout, data, kept, mean, scale, std, dtype, on_data, source)
+    return Field(layout, data, kept, mean, scale, std, dtype, on_data)
 
 
 def _moments(a):

@@ -282,8 +282,10 @@ def total_squared_covariance(fl: Field, fr: Field) -> float:
     total = fl.zeros(())
     for _, block in fr.blocks():
         part = block @ block.T  # Br_c Br_c^T
+        del block  # one block in memory at a time
         part *= G
         total += fl.xp.sum(part)
+        del part
     return backend.to_scalar(total) / (n - 1) ** 2
 
 
@@ -292,6 +294,7 @@ def _gram(f: Field):
     G = f.zeros((f.shape[0],) * 2)
     for _, block in f.blocks():
         G += block @ block.T
+        del block  # one block in memory at a time
     return G
 
 
