@@ -235,9 +235,7 @@ def test_each_pass_reads_each_chunk_once_dask(n_power_iter):
     np.testing.assert_allclose(res.singular_values, ref.singular_values, rtol=1e-12)
     np.testing.assert_allclose(res.left_patterns, ref.left_patterns, atol=1e-12)
     # one field in memory, the other lazy (chunked along the features only): the same
-    mixed = xsvd.mca(
-        left, right.chunk({"q": 20}), 3, dim="time", n_power_iter=n_power_iter, seed=0
-    )
+    mixed = xsvd.mca(left, right.chunk({"q": 20}), 3, dim="time", n_power_iter=n_power_iter, seed=0)
     np.testing.assert_allclose(mixed.right_patterns, ref.right_patterns, atol=1e-12)
 
 
