@@ -207,3 +207,37 @@ def test_zero_variance_gives_nan_ratios_everywhere():
         ]
     for res in results:
         assert np.isnan(res.explained_variance_ratio.values).all(), type(res).__name__
+
+
+UNITS_BUILDERS = {
+    "SVDResult": lambda da: xsvd.svd(da, 3, dim="time", center=True),
+    "MCAResult": lambda da: xsvd.mca(da, da.isel(lon=slice(0, 3)) * 2, 2, dim="time"),
+    "ExtendedEOFResult": lambda da: xsvd.extended_eof(da, 2, embedding=2, dim="time"),
+    "HilbertResult": lambda da: xsvd.hilbert_eof(da, 2, dim="time", padding="none"),
+    "BootstrapResult": lambda da: xsvd.bootstrap(da, 2, 4, dim="time", seed=0),
+}
+
+
+@pytest.mark.parametrize("name", list(UNITS_BUILDERS))
+def test_units_of_quantified_data_are_kept_by_every_analysis(name, tmp_path):
+    """Pint units behave as in the main svd: no UnitStrippedWarning (an error here, see
+    pyproject's filterwarnings), S in the data's units, ratios plain, a reopened result
+    quantified again (the analyses dropped them with ~19 UnitStrippedWarnings)."""
+    pint_xarray = pytest.importorskip("pint_xarray")
+    plain = _field(land=False)
+    quantified = plain.copy(data=pint_xarray.unit_registry.Quantity(plain.values, "K"))
+    res = UNITS_BUILDERS[name](quantified)
+    ref = UNITS_BUILDERS[name](plain)
+    expected = "kelvin ** 2" if name == "MCAResult" else "kelvin"  # MCA: a covariance
+    assert str(res.S.data.units) == expected
+    np.testing.assert_allclose(res.S.data.magnitude, ref.singular_values.values, rtol=1e-9)
+    assert not hasattr(res.explained_variance_ratio.data, "units")
+    assert isinstance(res.singular_values.data, np.ndarray)
+    res.to_zarr(tmp_path / "q.zarr")
+    back = xsvd.open_result(tmp_path / "q.zarr")
+    assert str(back.S.data.units) == expected
+    if name == "HilbertResult":  # the field (rank 2) back in its units, mean and all
+        rebuilt = res.reconstruct()
+        assert str(rebuilt.data.units) == "kelvin"
+        np.testing.assert_allclose(rebuilt.data.magnitude, ref.reconstruct().values, atol=1e-9)
+        assert 7 < float(rebuilt.data.magnitude.mean()) < 13  # the mean (10 K) is back

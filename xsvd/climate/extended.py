@@ -31,6 +31,7 @@ from ..core.options import CompressedOptions, takes_options
 from ..core.randomized.operator import operator_svd
 from ..labeled.base import Result, component_array, errors_from_part, errors_part, ratio
 from ..labeled.layout import COMPONENT
+from ..labeled.units import describe as describe_units
 from .fields import Field, operator_options, prepare_field
 
 __all__ = ["extended_eof", "ExtendedEOFResult", "LAG"]
@@ -154,7 +155,8 @@ def extended_eof(
         settings.update(passes=res.passes, seed=given.seed, error_bounds=res.bounds)
     settings["k"] = int(k)
     parts = _labeled_parts(f, emb, U, S, V, errors)
-    return ExtendedEOFResult(parts, {"settings": settings, "n_rows": emb.N})
+    record = {"settings": settings, "n_rows": emb.N, "units": describe_units(f.units)}
+    return ExtendedEOFResult(parts, record)
 
 
 class Embedding:
@@ -255,19 +257,6 @@ class ExtendedEOFResult(Result):
     )
     PROJECT = "scores of new data would need their own embedding; run extended_eof on them."
 
-    def __init__(self, parts: dict, record: dict):
-        self._parts = dict(parts)
-        self._record = dict(record)
-        self.settings = dict(record["settings"])
-        self.method = self.settings["method"]
-
-    @classmethod
-    def from_state(cls, parts: dict, record: dict) -> ExtendedEOFResult:
-        return cls(parts, record)
-
-    def state(self) -> tuple[dict, dict]:
-        return dict(self._parts), dict(self._record)
-
     def __repr__(self) -> str:
         return (
             f"<xsvd.ExtendedEOFResult: {self.k} components, embedding="
@@ -284,8 +273,6 @@ class ExtendedEOFResult(Result):
     def singular_values(self) -> xr.DataArray:
         """Singular values of the centered, weighted embedded matrix."""
         return self._parts["singular_values"]
-
-    S = singular_values
 
     @property
     def U(self) -> xr.DataArray:

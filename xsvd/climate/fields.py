@@ -40,10 +40,12 @@ from ..core.missing import (
     check_nan_counts,
 )
 from ..core.options import CompressedOptions, split_options
+from ..labeled import units as _units
 from ..labeled.layout import Layout
 from ..labeled.preprocess import weights_vector
 
 __all__ = [
+    "covariance_units",
     "Field",
     "prepare_field",
     "product",
@@ -90,6 +92,7 @@ class Field:
     std: np.ndarray
     dtype: Any
     on_data: OnData
+    units: Any = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -329,7 +332,12 @@ def prepare_field(
     what: str = "data",
 ) -> Field:
     """The :class:`Field` of ``obj``: one read for NaN counts, infinite values, means and
-    standard deviations; ``what`` names the field in errors (e.g. ``"left field"``)."""
+    standard deviations; ``what`` names the field in errors (e.g. ``"left field"``).
+    Pint-quantified data (and weights) are taken as their magnitudes, their units kept
+    in ``Field.units`` (:func:`xsvd.labeled.units.strip`), as every analysis does."""
+    obj, weights, units = _units.strip(obj, weights)
+    if units is not None and standardize:  # standardized data have no units
+        units = _units.Units(units.data, None, units.coords)
     layout = Layout.from_dataarray(obj, dim)
     a = layout.to_matrix(obj)
     kind = backend.numpy_dtype(a.dtype)
@@ -369,7 +377,18 @@ def prepare_field(
     dtype = np.float32 if kind == np.float32 else np.float64
     mean = mean[kept] if center else np.zeros(int(kept.sum()))
     on_data = OnData(*(backend.transfer(v, a) for v in (mean, scale, std, kept)))
-    return Field(layout, data, kept, mean, scale, std, dtype, on_data)
+    return Field(layout, data, kept, mean, scale, std, dtype, on_data, units)
+
+
+def covariance_units(fl: Field, fr: Field) -> dict | None:
+    """The units of the cross-covariance of two fields (of MCA's ``S``): the product of
+    the fields' ``S`` units (a plain field counts as dimensionless), as saved in a record."""
+    singular = [f.units.singular for f in (fl, fr) if f.units is not None]
+    singular = [u for u in singular if u is not None]
+    if not singular:
+        return None
+    product = singular[0] if len(singular) == 1 else singular[0] * singular[1]
+    return _units.describe(_units.Units(None, product))
 
 
 def _moments(a):

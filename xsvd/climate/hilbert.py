@@ -58,6 +58,8 @@ from ..core.randomized.small import ANGLE_ROUNDING, ROUNDING
 from ..labeled.api import choose_method, labeled_matrix
 from ..labeled.base import Result, errors_from_part, errors_part, ratio
 from ..labeled.layout import COMPONENT, Layout
+from ..labeled.units import describe as describe_units
+from ..labeled.units import quantify
 from . import analytic_field
 from .analytic import analytic_signal
 
@@ -171,18 +173,8 @@ class HilbertResult(Result):
     )
 
     def __init__(self, parts: dict, record: dict):
-        self._parts = dict(parts)
-        self._record = dict(record)
-        self.settings = dict(record["settings"])
-        self.method = record["method"]
+        super().__init__(parts, record)
         self.n_samples = int(record["n_samples"])
-
-    @classmethod
-    def from_state(cls, parts: dict, record: dict) -> HilbertResult:
-        return cls(parts, record)
-
-    def state(self) -> tuple[dict, dict]:
-        return dict(self._parts), dict(self._record)
 
     def __repr__(self) -> str:
         sizes = dict(self.U.sizes)
@@ -205,8 +197,6 @@ class HilbertResult(Result):
     def singular_values(self) -> xr.DataArray:
         return self._parts["S"]
 
-    S = singular_values
-
     def error_values(self):
         return errors_from_part(self._parts.get("errors"))
 
@@ -218,9 +208,9 @@ class HilbertResult(Result):
 
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
-        shares = ratio(self.S.data, self.total_variance.data)
-        shares = backend.on_backend_of(shares, self.S.data)
-        out = self.S.copy(data=shares)
+        S = self.singular_values
+        shares = backend.on_backend_of(ratio(S.data, self.total_variance.data), S.data)
+        out = S.copy(data=shares)
         return out.rename("explained_variance_ratio").assign_attrs(units="1")
 
     def eigenvalues(self, *, ddof: int = 1) -> xr.DataArray:
@@ -265,7 +255,7 @@ class HilbertResult(Result):
         """
         k = self._check_k(k)
         sel = {COMPONENT: slice(0, k)}
-        U, S, V = self.U.isel(sel), self.S.isel(sel), self.V.isel(sel)
+        U, S, V = self.U.isel(sel), self.singular_values.isel(sel), self.V.isel(sel)
         xp = backend.api(U.data)
         samples, features = U.shape[:-1], V.shape[1:]
         u = backend.reshape(U.data, (int(np.prod(samples)), k))
@@ -284,12 +274,13 @@ class HilbertResult(Result):
             for name, c in part.coords.items()
             if COMPONENT not in c.dims and name != COMPONENT
         }
-        return xr.DataArray(
+        out = xr.DataArray(
             backend.reshape(X, (*samples, *features)),
             dims=(*U.dims[:-1], *V.dims[1:]),
             coords=coords,
             name=self._record.get("name"),
         )
+        return quantify(out, self.unit_of("data"))  # in the data's units, as every result
 
     def to_dataset(self) -> xr.Dataset:
         """The saved form (:class:`~xsvd.labeled.base.Result`; complex parts as their real
@@ -419,7 +410,7 @@ def hilbert_eof(
     check_flag("center", center)
     check_flag("standardize", standardize)
     (options,) = split_options(compressed_options, (CompressedOptions,), "hilbert_eof")
-    layout, da, a, w, _ = labeled_matrix(da, dims, weights)
+    layout, da, a, w, units = labeled_matrix(da, dims, weights)
     m, n = a.shape
     if method == "auto":
         method = choose_method(m, n, k)
@@ -482,6 +473,7 @@ def hilbert_eof(
         **_undo(layout, f, a, w, center=center, standardize=standardize),
     }
     record = {"settings": settings, "method": method, "n_samples": m, "name": layout.name}
+    record["units"] = describe_units(units)
     return HilbertResult(parts, record)
 
 

@@ -28,7 +28,14 @@ from ..core import backend, fix_signs
 from ..core.options import CompressedOptions, takes_options
 from ..core.randomized.operator import fused_operator_svd
 from ..labeled.base import Result, component_array, errors_from_part, errors_part, ratio
-from .fields import Field, check_same_memory, cross_products, operator_options, prepare_field
+from .fields import (
+    Field,
+    check_same_memory,
+    covariance_units,
+    cross_products,
+    operator_options,
+    prepare_field,
+)
 
 __all__ = ["mca", "MCAResult", "METHODS"]
 
@@ -217,7 +224,7 @@ def mca(
     }
     if total is not None:
         parts["total"] = xr.DataArray(total, name="total_squared_covariance")
-    record = {"settings": settings, "n_samples": n}
+    record = {"settings": settings, "n_samples": n, "units": covariance_units(fl, fr)}
     return MCAResult(parts, record, (fl, fr))
 
 
@@ -331,18 +338,8 @@ class MCAResult(Result):
     )
 
     def __init__(self, parts: dict, record: dict, fields: tuple | None = None):
-        self._parts = dict(parts)
-        self._record = dict(record)
+        super().__init__(parts, record)
         self._fields = fields
-        self.settings = dict(record["settings"])
-        self.method = self.settings["method"]
-
-    @classmethod
-    def from_state(cls, parts: dict, record: dict) -> MCAResult:
-        return cls(parts, record)
-
-    def state(self) -> tuple[dict, dict]:
-        return dict(self._parts), dict(self._record)
 
     def _again(self, parts: dict, record: dict) -> MCAResult:
         return MCAResult(parts, record, self._fields)
@@ -362,11 +359,6 @@ class MCAResult(Result):
     def singular_values(self) -> xr.DataArray:
         """The covariances of the modes' scores: singular values of ``C`` (with 1/(n-1))."""
         return self._parts["singular_values"]
-
-    @property
-    def S(self) -> xr.DataArray:
-        """The singular values of ``C`` (as :attr:`singular_values`)."""
-        return self.singular_values
 
     @property
     def U(self) -> xr.DataArray:
