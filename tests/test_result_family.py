@@ -215,6 +215,9 @@ UNITS_BUILDERS = {
     "ExtendedEOFResult": lambda da: xsvd.extended_eof(da, 2, embedding=2, dim="time"),
     "HilbertResult": lambda da: xsvd.hilbert_eof(da, 2, dim="time", padding="none"),
     "BootstrapResult": lambda da: xsvd.bootstrap(da, 2, 4, dim="time", seed=0),
+    "MultivariateResult": lambda da: xr.Dataset({"a": da, "b": 2 * da}).svd(
+        k=2, dim="time", center=True
+    ),
 }
 
 
@@ -236,6 +239,10 @@ def test_units_of_quantified_data_are_kept_by_every_analysis(name, tmp_path):
     res.to_zarr(tmp_path / "q.zarr")
     back = xsvd.open_result(tmp_path / "q.zarr")
     assert str(back.S.data.units) == expected
+    if name == "MultivariateResult":  # each variable's mean and reconstruction in its units
+        assert str(res.reconstruct()["b"].data.units) == "kelvin"
+        assert str(back.mean["a"].data.units) == "kelvin"
+        np.testing.assert_allclose(back.reconstruct()["b"].data.magnitude, ref.reconstruct()["b"])
     if name == "HilbertResult":  # the field (rank 2) back in its units, mean and all
         rebuilt = res.reconstruct()
         assert str(rebuilt.data.units) == "kelvin"

@@ -159,6 +159,7 @@ def compressed(data, k: int, **options) -> MultivariateResult:
 def _run(data, k, method: str, options: tuple) -> MultivariateResult:
     """validate -> stack each variable -> weights -> standardize -> equal variance -> solve."""
     labeling, multi, read, given = options
+    data, quantities = _units_off(data)
     stack = Stacked.from_data(data, labeling.dim)
     variables = {
         name: preprocess.move_dataarray(var, labeling.device)
@@ -190,7 +191,21 @@ def _run(data, k, method: str, options: tuple) -> MultivariateResult:
         if hint is None:
             raise
         raise MissingValueError(f"{err} {hint}").with_traceback(err.__traceback__) from None
-    return MultivariateResult(res, stack, scales=scales)
+    scaled = labeling.standardize or multi.equal_variance
+    return MultivariateResult(res, stack, scales=scales, units=quantities, scaled=scaled)
+
+
+def _units_off(data):
+    """``(data, units)``: pint-quantified variables as their magnitudes with a ``units``
+    attribute (kept on their mean and reconstruction), and each one's pint units."""
+    variables = _as_variables(data)
+    quantities = {n: v.data.units for n, v in variables.items() if _units.is_quantity(v.data)}
+    if not quantities:
+        return data, None
+    plain = {n: _units.dequantify(v) if n in quantities else v for n, v in variables.items()}
+    if isinstance(data, xr.Dataset):
+        return data.assign(plain), quantities
+    return plain, quantities
 
 
 @dataclass(frozen=True)
@@ -254,12 +269,6 @@ class Stacked:
         mats = []
         for name in self.names:
             var = variables[name]
-            if _units.is_quantity(var.data):
-                raise TypeError(
-                    f"Variable {name!r} is quantified with pint; the multivariate SVD takes "
-                    "plain data. Dequantify first (`ds.pint.dequantify()`): each variable's "
-                    "`units` attribute is kept on its mean and reconstruction."
-                )
             if backend.numpy_dtype(var.dtype).kind not in "biuf":
                 raise TypeError(
                     f"Variable {name!r} holds {var.dtype} values, not numbers. Select the "

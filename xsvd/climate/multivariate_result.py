@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
+from ..labeled import units as _units
 from ..labeled.base import Result
 from ..labeled.layout import COMPONENT, describe_layout, layout_from_description
 
@@ -64,17 +65,27 @@ class MultivariateResult(Result):
     (['sst', 'sst2'], ('component', 'y', 'x'))
     """
 
-    def __init__(self, result: SVDResult, stack: Stacked, *, scales: dict | None = None):
+    def __init__(
+        self,
+        result: SVDResult,
+        stack: Stacked,
+        *,
+        scales: dict | None = None,
+        units: dict | None = None,
+        scaled: bool = False,
+    ):
         self._result = result
         self._stack = stack
         self._scales = scales
+        self._variable_units = units  # name -> pint units of quantified variables
+        self._scaled = scaled
         self.method = result.method
         self.settings = dict(result.settings)
         if scales is not None:
             self.settings["equal_variance"] = True
         self.center = result.center
         self.U = result.U
-        self.S = result.S
+        self.S = _units.quantify(result.S, self.unit_of("singular"))
         self.V = self._dataset(result.V, "right singular vectors (feature patterns) of {}")
 
     # ------------------------------------------------------------ protocol
@@ -106,7 +117,34 @@ class MultivariateResult(Result):
         return xr.Dataset(parts)
 
     def _with(self, result: SVDResult) -> MultivariateResult:
-        return MultivariateResult(result, self._stack, scales=self._scales)
+        return MultivariateResult(
+            result,
+            self._stack,
+            scales=self._scales,
+            units=self._variable_units,
+            scaled=self._scaled,
+        )
+
+    # ------------------------------------------------------------- units
+    def unit_of(self, which: str):
+        """Pint units of ``"singular"`` (of ``S``: where every variable was quantified
+        with the same units and not standardized or scaled to equal variance) or
+        ``"variance"``; None otherwise (each variable's data units are on its ``mean``
+        and ``reconstruct()``)."""
+        found = self._variable_units or {}
+        if which == "data" or self._scaled or set(found) != set(self._stack.names):
+            return None
+        singular = {_units.delta(u) for u in found.values()}
+        if len(singular) != 1:
+            return None
+        (unit,) = singular
+        return unit if which == "singular" else unit**2
+
+    def _quantified(self, ds: xr.Dataset) -> xr.Dataset:
+        """Each quantified variable of ``ds`` (a mean, a reconstruction) in its units."""
+        for name, unit in (self._variable_units or {}).items():
+            ds[name] = _units.quantify(ds[name], unit)
+        return ds
 
     # --------------------------------------------------------- saved form
     def group_of(self, part: str) -> str:
@@ -120,6 +158,11 @@ class MultivariateResult(Result):
             "names": [str(n) for n in names],
             "layouts": [describe_layout(self._stack.layouts[n]) for n in names],
             "scales": None if self._scales is None else [self._scales[n] for n in names],
+            "units": {
+                str(n): _units.describe(_units.Units(u, None))
+                for n, u in (self._variable_units or {}).items()
+            },
+            "scaled": self._scaled,
         }
         return parts, record
 
@@ -138,7 +181,18 @@ class MultivariateResult(Result):
         stack = Stacked(names, layouts, offsets, combined.layout)
         scales = record.get("scales")
         scales = None if scales is None else dict(zip(names, scales, strict=True))
-        return cls(combined, stack, scales=scales)
+        quantities = {}
+        for name, description in (record.get("units") or {}).items():
+            restored = _units.restore(description)
+            if restored is not None and restored.data is not None:
+                quantities[name] = restored.data
+        return cls(
+            combined,
+            stack,
+            scales=scales,
+            units=quantities or None,
+            scaled=bool(record.get("scaled", False)),
+        )
 
     # ------------------------------------------------------ public interface
     @property
@@ -202,7 +256,7 @@ class MultivariateResult(Result):
         for name in self._stack.names:
             units = self._stack.layouts[name].attrs.get("units")
             out[name].attrs = {} if units is None else {"units": units}
-        return out
+        return self._quantified(out)
 
     @property
     def weights(self) -> xr.Dataset | None:
@@ -280,7 +334,7 @@ class MultivariateResult(Result):
         """
         X = self._result.reconstruct(k)
         parts = self._stack.split(X, name_attrs=True)
-        return xr.Dataset(parts, attrs=dict(self._stack.layout.attrs))
+        return self._quantified(xr.Dataset(parts, attrs=dict(self._stack.layout.attrs)))
 
     def project(self, other, *, missing: str | None = None) -> xr.DataArray:
         """Component scores of new data with the same variables and features.
