@@ -42,7 +42,7 @@ from ..core.options import (
     takes_options,
 )
 from ..labeled.api import labeled_matrix
-from ..labeled.base import Result, errors_from_part, errors_part
+from ..labeled.base import Result, errors_part
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
 from ..labeled.units import quantify
@@ -437,15 +437,8 @@ class BootstrapResult(Result):
         return self._parts["V"]
 
     @property
-    def singular_values(self) -> xr.DataArray:
-        return self._parts["S"]
-
-    @property
     def explained_variance_ratio(self) -> xr.DataArray:
         return self._parts["explained_variance_ratio"]
-
-    def error_values(self):
-        return errors_from_part(self._parts.get("errors"))
 
     def _part(self, name: str) -> xr.DataArray:
         part = self._parts.get(name)

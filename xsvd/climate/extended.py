@@ -29,7 +29,7 @@ import xarray as xr
 from ..core import backend, fix_signs
 from ..core.options import CompressedOptions, takes_options
 from ..core.randomized.operator import operator_svd
-from ..labeled.base import Result, component_array, errors_from_part, errors_part, ratio
+from ..labeled.base import Result, component_array, errors_part, ratio
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
 from .fields import Field, operator_options, prepare_field
@@ -283,9 +283,6 @@ class ExtendedEOFResult(Result):
     def V(self) -> xr.DataArray:
         """The unit-norm patterns, as :attr:`patterns`."""
         return self._parts["patterns"]
-
-    def error_values(self):
-        return errors_from_part(self._parts.get("errors"))
 
     @property
     def explained_variance(self) -> xr.DataArray:

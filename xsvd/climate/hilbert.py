@@ -56,7 +56,7 @@ from ..core.options import CompressedOptions, check_flag, split_options, takes_o
 from ..core.randomized.operator import operator_svd
 from ..core.randomized.small import ANGLE_ROUNDING, ROUNDING
 from ..labeled.api import choose_method, labeled_matrix
-from ..labeled.base import Result, errors_from_part, errors_part, ratio
+from ..labeled.base import Result, errors_part, ratio
 from ..labeled.layout import COMPONENT, Layout
 from ..labeled.units import describe as describe_units
 from ..labeled.units import quantify
@@ -192,13 +192,6 @@ class HilbertResult(Result):
     @property
     def V(self) -> xr.DataArray:
         return self._parts["V"]
-
-    @property
-    def singular_values(self) -> xr.DataArray:
-        return self._parts["S"]
-
-    def error_values(self):
-        return errors_from_part(self._parts.get("errors"))
 
     @property
     def total_variance(self) -> xr.DataArray:

@@ -27,7 +27,7 @@ import xarray as xr
 from ..core import backend, fix_signs
 from ..core.options import CompressedOptions, takes_options
 from ..core.randomized.operator import fused_operator_svd
-from ..labeled.base import Result, component_array, errors_from_part, errors_part, ratio
+from ..labeled.base import Result, component_array, errors_part, ratio
 from .fields import (
     Field,
     check_same_memory,
@@ -369,9 +369,6 @@ class MCAResult(Result):
     def V(self) -> xr.DataArray:
         """The right patterns ``Q`` (as :attr:`right_patterns`)."""
         return self.right_patterns
-
-    def error_values(self):
-        return errors_from_part(self._parts.get("errors"))
 
     @property
     def total_squared_covariance(self) -> float:

@@ -148,12 +148,12 @@ class Result:
     @property
     def singular_values(self) -> xr.DataArray:
         """``S`` as plain numbers (never pint-quantified)."""
-        raise NotImplementedError
+        return self._parts["S"]
 
     def error_values(self):
         """The estimated errors as a (k x 3) NumPy array (columns ``ERROR_COLUMNS``), or
-        None where they are not known."""
-        return None
+        None where they are not known (a result made of parts: its ``errors`` part)."""
+        return errors_from_part(self.__dict__.get("_parts", {}).get("errors"))
 
     @property
     def errors(self) -> xr.Dataset:
