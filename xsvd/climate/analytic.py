@@ -136,27 +136,33 @@ def block_products(x, q, mean, scale, T=None, W=None):
 
     ``x``: the block's complete columns (samples x b, any float dtype), ``q``
     its ``H[P]`` (samples x b, float64), ``mean`` and ``scale`` (b,) vectors
-    in the block's memory. ``T`` (samples x 2l: ``[T1, T2]``, the real and
-    imaginary parts side by side) gives the block's rows of ``Z^H Tc`` as
-    ``[Re, Im]`` (b x 2l). ``W`` (b x 2l, ``[W1, W2]``) gives the block's
-    share of ``Z Wc`` as ``[Re, Im]`` (samples x 2l); ``W="fused"`` takes the
-    rows just computed from ``T`` (one read of the block for a product with
-    ``R R^T``). Either may be None. Arrays of the block's namespace.
+    in the block's memory, or both None where ``x`` is ``P`` itself. ``T``
+    (samples x 2l: ``[T1, T2]``, the real and imaginary parts side by side)
+    gives the block's rows of ``Z^H Tc`` as ``[Re, Im]`` (b x 2l). ``W`` (b x
+    2l, ``[W1, W2]``) gives the block's share of ``Z Wc`` as ``[Re, Im]``
+    (samples x 2l); ``W="fused"`` takes the rows just computed from ``T`` (one
+    read of the block for a product with ``R R^T``). Either may be None.
+    Arrays of the block's namespace.
     """
     xp = backend.api(x)
     x = backend.astype(x, np.float64, copy=False)
     out_t = out_w = None
     if T is not None:
         l = T.shape[1] // 2
-        a = (x.T @ T - mean[:, None] * xp.sum(T, axis=0)) * scale[:, None]  # P^T [T1, T2]
+        a = x.T @ T  # P^T [T1, T2]
+        if mean is not None:
+            a = (a - mean[:, None] * xp.sum(T, axis=0)) * scale[:, None]
         b = q.T @ T  # Q^T [T1, T2]
         out_t = xp.concat([a[:, :l] + b[:, l:], a[:, l:] - b[:, :l]], axis=1)
         if isinstance(W, str):
             W = out_t
     if W is not None:
         l = W.shape[1] // 2
-        dW = W * scale[:, None]
-        c = x @ dW - mean @ dW  # P [W1, W2]
+        if mean is None:
+            c = x @ W  # P [W1, W2]
+        else:
+            dW = W * scale[:, None]
+            c = x @ dW - mean @ dW
         d = q @ W  # Q [W1, W2]
         out_w = xp.concat([c[:, :l] - d[:, l:], d[:, :l] + c[:, l:]], axis=1)
     return out_t, out_w

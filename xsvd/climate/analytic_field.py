@@ -114,7 +114,7 @@ class AnalyticField:
     def rmatmat(self, T) -> np.ndarray:
         """``R^T T`` (2n x l) for a host ``T`` (2m x l); with :attr:`fused` also ``R R^T T``,
         kept for the :meth:`matmat` that follows."""
-        m, n = self.shape
+        m = self.shape[0]
         T2 = np.concatenate([T[:m], T[m:]], axis=1)
         rows, G = self._products(T2=T2, W2=None, fuse=self.fused)
         Y = np.concatenate([rows[:, : T.shape[1]], rows[:, T.shape[1] :]], axis=0)
@@ -128,7 +128,7 @@ class AnalyticField:
             G = self._cached[1]
             self._cached = None
             return G
-        m, n = self.shape
+        n = self.shape[1]
         W2 = np.concatenate([W[:n], W[n:]], axis=1)
         _, G = self._products(T2=None, W2=W2, fuse=False)
         return G
@@ -149,7 +149,6 @@ class AnalyticField:
 
     def _memory_products(self, T2, W2, fuse: bool):
         xp = backend.api(self.data)
-        m, n = self.shape
         T = None if T2 is None else backend.on_backend_of(T2, self.data)
         W = None if W2 is None else backend.on_backend_of(W2, self.data)
         parts, G = [], None
@@ -335,18 +334,33 @@ def _chunk_plan(f: AnalyticField) -> list[tuple[int, np.ndarray, int, int]]:
 
 def _chunk_products(x, local, mu, d, transform, T2, W2):
     """One chunk's share: ``(rows, share of R W, ||Z||^2 of the chunk)``, on the host.
-    Its temporaries: the kept columns (where some are not) and their transform."""
-    if local.size != x.shape[1]:
-        x = backend.api(x).take(x, backend.on_backend_of(local, x), axis=1)
+
+    A few columns at a time (:func:`_pieces`): each piece's ``P`` and ``Q``
+    are made, multiplied and dropped, so the temporaries are small whatever
+    the chunk (the chunk itself is Dask's)."""
     xp = backend.api(x)
     mu, d = backend.on_backend_of(mu, x), backend.on_backend_of(d, x)
-    q = xp.empty(x.shape, dtype=xp.float64, device=backend.device(x))
-    total = transform_into(q, lambda j, k: x[:, j:k], mu, d, transform, 0, x.shape[1])
     T = None if T2 is None else backend.on_backend_of(T2, x)
     W = W2 if W2 is None or isinstance(W2, str) else backend.on_backend_of(W2, x)
-    rows, share = analytic.block_products(x, q, mu, d, T, W)
-    host = [None if r is None else np.asarray(backend.to_numpy(r)) for r in (rows, share)]
-    return host[0], host[1], total
+    rows, share, total = [], None, 0.0
+    for j, k in _pieces(x, 0, local.size):
+        cols = local[j:k]
+        if cols[-1] - cols[0] == k - j - 1:
+            piece = x[:, int(cols[0]) : int(cols[-1]) + 1]
+        else:
+            piece = xp.take(x, backend.on_backend_of(cols, x), axis=1)
+        p = analytic.centered(piece, mu[j:k], d[j:k])
+        q = analytic.hilbert_transform(p, **transform)
+        total += backend.to_scalar(xp.sum(p * p) + xp.sum(q * q))
+        w = W if W is None or isinstance(W, str) else W[j:k, :]
+        r, g = analytic.block_products(p, q, None, None, T, w)
+        if r is not None:
+            rows.append(r)
+        if g is not None:
+            share = g if share is None else share + g
+    rows = backend.to_numpy(xp.concat(rows, axis=0)) if rows else None
+    share = None if share is None else backend.to_numpy(share)
+    return rows, share, total
 
 
 def _dask_products(f: AnalyticField, T2, W2, fuse: bool):

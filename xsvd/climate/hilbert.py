@@ -38,7 +38,12 @@ The phase convention
 A complex singular pair is defined up to a factor ``exp(i theta)`` on ``u``
 and ``v`` together. xsvd fixes it: in each component the entry of ``V``
 with the largest magnitude is real and positive (the first such entry where
-several tie). The same rule on NumPy and Dask data, for every solver.
+several tie). The same rule on every backend, for every solver.
+
+Where the results live: NumPy and device (CuPy, or any array-API library)
+data give results in the same memory (the transform is the standard's
+``fft`` extension, the solver's small matrices cross to the host); Dask data
+give computed NumPy results.
 """
 
 from __future__ import annotations
@@ -300,8 +305,8 @@ def hilbert_eof(
     Parameters
     ----------
     da : xarray.DataArray
-        NumPy- or Dask-backed field; ``dim`` must be ordered in time (the
-        transform assumes evenly spaced samples).
+        NumPy-, device- (CuPy) or Dask-backed field; ``dim`` must be ordered
+        in time (the transform assumes evenly spaced samples).
     k : int, optional
         Components; all of them when None (exact solver only).
     dim : hashable, default "time"
@@ -334,7 +339,9 @@ def hilbert_eof(
     Returns
     -------
     HilbertResult
-        Complex ``U`` (scores), ``S``, complex ``V`` (patterns), computed.
+        Complex ``U`` (scores), ``S``, complex ``V`` (patterns), computed, in
+        the data's memory (NumPy for Dask data). ``errors``: the solver's
+        estimates for each complex component (see :func:`complex_errors`).
         ``components_amplitude()``, ``components_phase()``,
         ``scores_amplitude()``, ``scores_phase()`` and
         ``explained_variance_ratio`` as xeofs' ``HilbertEOF``.
