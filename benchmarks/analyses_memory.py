@@ -17,6 +17,10 @@ in a **fresh Python process**, which reports its own peak resident set size
   ``squared_covariance_fraction`` (``||C||_F^2``: one more read of each field);
 - ``mca-decomposition``: the same without the fractions;
 - ``extended``: ``xsvd.extended_eof(left, k, embedding=4, seed=0)`` and its
+  ``explained_variance_ratio``;
+- ``hilbert``: ``xsvd.hilbert_eof(left, k, method="compressed", seed=0)`` and its
+  ``explained_variance_ratio``;
+- ``bootstrap``: ``xsvd.bootstrap(left, k, n_replicates=10, seed=0)`` and its
   ``explained_variance_ratio``.
 
 ``--compare DIR`` runs the same in another source tree (e.g. ``git archive
@@ -41,7 +45,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-CASES = ("open", "eof", "mca", "mca-decomposition", "extended")
+CASES = ("open", "eof", "mca", "mca-decomposition", "extended", "hilbert", "bootstrap")
 
 # Run in a child process: prints one JSON line with time, peak RSS and the numbers.
 CHILD = r"""
@@ -66,6 +70,12 @@ elif case == "mca-decomposition":
     out = res.singular_values.values
 elif case == "extended":
     res = xsvd.extended_eof(left, k, embedding=4, tau=1, dim="time", seed=0)
+    out = res.explained_variance_ratio.values
+elif case == "hilbert":
+    res = xsvd.hilbert_eof(left, k, dim="time", method="compressed", seed=0)
+    out = res.explained_variance_ratio.values
+elif case == "bootstrap":
+    res = xsvd.bootstrap(left, k, n_replicates=10, dim="time", seed=0)
     out = res.explained_variance_ratio.values
 seconds = time.perf_counter() - t0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
