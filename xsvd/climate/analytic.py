@@ -27,6 +27,7 @@ from ..core import backend
 __all__ = [
     "PAD_LENGTHS",
     "FFT_COLUMNS",
+    "SLOW_PRIME",
     "analytic_signal",
     "hilbert_transform",
     "column_stats",
@@ -41,6 +42,11 @@ PAD_LENGTHS = 1
 #: when a few dozen columns fit the cache (measured on 2 cores, 8,998 x 2,048: 32 to 64
 #: columns 1.2 s, 256 columns 2.0 s, all at once 9 s).
 FFT_COLUMNS = 32
+#: Series whose (padded) length has a prime factor above this are transformed as a linear
+#: convolution of a fast length (factors 2, 3 and 5) at least twice as long: ``padding="exp"``
+#: of 3,000 samples (8,998 = 2 x 11 x 409) in 0.62 s instead of 0.80 s per 512 columns
+#: (measured on 2 cores; a factor of 83, 6,142 samples, is faster as it is).
+SLOW_PRIME = 100
 
 
 def hilbert_transform(x, *, padding: str = "exp", decay_factor: float = 0.2):
@@ -72,13 +78,44 @@ def hilbert_transform(x, *, padding: str = "exp", decay_factor: float = 0.2):
     N = series.shape[0]
     f = xp.arange(N // 2 + 1, device=backend.device(x))
     # -i sign(f): 0 at 0 and at N/2 (N even), where the spectrum is kept as it is
-    factor = xp.astype((f > 0) & (2 * f < N), xp.complex128)[:, None] * (-1j)
-    spectrum = xp.fft.rfft(series, axis=0)
-    del series  # few temporaries: each is (padded) samples x columns
-    spectrum *= factor
-    h = xp.fft.irfft(spectrum, n=N, axis=0)
+    factor = xp.astype((f > 0) & (2 * f < N), xp.complex128) * (-1j)
+    M = _convolution_length(N)
+    if M is None:
+        spectrum = xp.fft.rfft(series, axis=0)
+        del series  # few temporaries: each is (padded) samples x columns
+        spectrum *= factor[:, None]
+        h = xp.fft.irfft(spectrum, n=N, axis=0)
+        del spectrum
+        return h[start : start + n, :]
+    # the same circular convolution (kernel g = the inverse transform of the factor)
+    # as a linear one of a fast length M >= 2N, folded back
+    kernel = xp.fft.rfft(xp.fft.irfft(factor, n=N), n=M)
+    spectrum = xp.fft.rfft(series, n=M, axis=0)
+    del series
+    spectrum *= kernel[:, None]
+    c = xp.fft.irfft(spectrum, n=M, axis=0)
     del spectrum
-    return h[start : start + n, :]
+    return c[start : start + n, :] + c[start + N : start + N + n, :]
+
+
+def _largest_prime_factor(n: int) -> int:
+    largest, f = 1, 2
+    while f * f <= n:
+        while n % f == 0:
+            largest, n = f, n // f
+        f += 1
+    return max(largest, n)
+
+
+def _convolution_length(N: int) -> int | None:
+    """A fast FFT length ``M >= 2N`` (factors 2, 3, 5) where the transform of length
+    ``N`` itself would be slow (a prime factor above :data:`SLOW_PRIME`), else None."""
+    if N < 2 or _largest_prime_factor(N) <= SLOW_PRIME:
+        return None
+    M = 2 * N
+    while _largest_prime_factor(M) > 5:
+        M += 1
+    return M
 
 
 def analytic_signal(x, *, padding: str = "exp", decay_factor: float = 0.2):
