@@ -75,4 +75,6 @@ def _dosage_block(g):
     missing = xp.any(GENOTYPES.mask(xp, g), axis=-1)  # an allele index < 0 is a missing call
     # count of non-reference alleles (0/2 at a multi-allelic site counts 1, as in sgkit)
     count = xp.sum(backend.astype(g > 0, np.int16), axis=-1, dtype=xp.int16)
-    return backend.where(missing, np.nan, backend.astype(count, np.float32))
+    count = backend.astype(count, np.float32)
+    # NaN as float32 itself: a bare NaN promoted the dosages to float64 on some versions
+    return backend.where(missing, xp.full_like(count, xp.nan), count)
