@@ -362,19 +362,21 @@ def hilbert_eof(
     Memory: neither the real form nor a complex copy of the field is
     formed. In memory (NumPy or a device), ``method="compressed"`` keeps one
     float64 copy of the field's transform beside the data (measured peak
-    about 2.5x the field, :file:`benchmarks/results/hilbert.md`);
+    about 2.6x the field, :file:`benchmarks/results/hilbert.md`);
     ``method="exact"`` forms the complex ``Z`` (16 bytes a value) for LAPACK.
 
-    Dask: the transform needs each series whole, so a sample dimension in
-    several chunks is put in one (lazily; the features rechunked to blocks
-    of about 32 MiB, or kept as they are): a block then holds every sample
-    of its features. Make blocks small along the features (``da.chunk({"time":
-    -1, "lat": 10})``) for big records; a warning says when a block exceeds
-    256 MiB. The data are read once for the feature statistics, then once
-    per pass of the solver (both products of a pass from one read of each
-    block when the samples are fewer than the features, else one read per
-    product); each read transforms its blocks again, nothing of the field's
-    size is kept. The results are computed (NumPy).
+    Dask: the transform needs each series whole. Data chunked along the
+    features only (every sample in each chunk, e.g. stored with ``{"time":
+    -1}``) stream: each read holds a chunk and small pieces of it (0.35 GB for
+    a 0.39 GB field in chunks of 10 latitudes). A sample dimension in several
+    chunks is put in one, lazily (the features in blocks of about 32 MiB):
+    Dask's rechunk then holds much of the field while a read gathers the
+    series (0.85 GB for the same field in chunks of 250 samples). A warning
+    says when a block exceeds 256 MiB. The data are read once for the
+    feature statistics, then once per pass of the solver (both products of a
+    pass from one read of each block when the samples are fewer than the
+    features, else one read per product); each read transforms its blocks
+    again. The results are computed (NumPy).
 
     References
     ----------
