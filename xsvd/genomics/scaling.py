@@ -90,6 +90,7 @@ def patterson_scaling(
             "`dim=` to name the sample dimension)."
         )
     vdim = next(d for d in gt.dims if d != dim)
+    _check_sample_dim(gt, dim, vdim)
     gt = gt.copy(deep=False)
     gt.attrs[SAMPLE_DIM_ATTR] = dim
     sums, counts = _called_sums(gt.transpose(vdim, dim).data)
@@ -109,6 +110,34 @@ def patterson_scaling(
     if idx.size == gt.sizes[vdim]:
         return gt, weights
     return select_variants(gt, vdim, idx), weights.isel({vdim: idx})
+
+
+#: Dimension names that hold variants, and names that hold samples (sgkit's, PLINK's, ours).
+VARIANT_NAMES = frozenset({"variants", "variant", "snps", "snp", "markers", "marker", "loci"})
+SAMPLE_NAMES = frozenset({"samples", "sample", "individuals", "individual"})
+
+
+def _check_sample_dim(gt: xr.DataArray, dim: Hashable, vdim: Hashable) -> None:
+    """Refuse ``dim`` when the data say the samples are along the other dimension.
+
+    Frequencies are means over samples: taken along the variants they are
+    per-sample numbers, and the "PCA" that follows is one of the variants.
+    The data say so by the sample-dimension attribute (set by the readers)
+    or by the names of the dimensions.
+    """
+    named = gt.attrs.get(SAMPLE_DIM_ATTR)
+    wrong = (named == vdim) or (
+        named not in gt.dims
+        and (str(dim).lower() in VARIANT_NAMES or str(vdim).lower() in SAMPLE_NAMES)
+    )
+    if wrong:
+        raise ValueError(
+            f"patterson_scaling was asked for the samples along {dim!r}, but these data hold "
+            f"their samples along {vdim!r} (its name, or the attribute {SAMPLE_DIM_ATTR!r}): "
+            f"allele frequencies are means over the samples of each variant. Pass "
+            f"`dim={vdim!r}` (or leave `dim` out), and decompose with `dim={vdim!r}`; to "
+            "analyse the transposed matrix, rename its dimensions first."
+        )
 
 
 def select_variants(gt: xr.DataArray, vdim: Hashable, idx: np.ndarray) -> xr.DataArray:
@@ -164,7 +193,7 @@ def _take_in_memory(gt: xr.DataArray, vdim: Hashable, idx: np.ndarray) -> xr.Dat
     picked = backend.api(data).take(
         data, backend.transfer(idx, like=data), axis=gt.get_axis_num(vdim)
     )
-    coords = gt.coords.to_dataset().isel({vdim: idx}).coords
+    coords = gt.coords.to_dataset().isel({vdim: idx}, missing_dims="ignore").coords
     return xr.DataArray(picked, dims=gt.dims, coords=coords, name=gt.name, attrs=gt.attrs)
 
 
