@@ -289,3 +289,20 @@ def test_settings_whose_estimates_are_not_bounds_say_so_before_reading(options):
     assert res.errors.attrs["error_bounds"] == 0
     assert res.settings["error_bounds"] is False
     assert "error_bounds" not in xsvd.compressed(data, k=5, dim="time", seed=0).errors.attrs
+
+
+# ------------------------------------------- issue 31, 8: advice for complex input
+
+
+def test_complex_input_advice_gives_the_complex_svd():
+    """The error for complex data advises the real form; followed, it gives Z's SVD."""
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((60, 20)) + 1j * rng.standard_normal((60, 20))
+    with pytest.raises(TypeError, match=r"real form") as info:
+        xsvd.svd(xr.DataArray(z, dims=("time", "x")), k=3, dim="time")
+    assert "astype('float64')" not in str(info.value)
+    real_form = np.block([[z.real, -z.imag], [z.imag, z.real]])  # as the message says
+    S = exact_svd(real_form, 6).S
+    S0 = np.linalg.svd(z, compute_uv=False)[:3]
+    np.testing.assert_allclose(S[::2], S0, rtol=1e-12)
+    np.testing.assert_allclose(S[1::2], S0, rtol=1e-12)

@@ -472,6 +472,15 @@ def compute_dtype(dtype, requested=None) -> np.dtype:
         return np.dtype(np.float64)
     if dtype.kind in "biuf":
         return np.dtype(np.float32)
+    if dtype.kind == "c":
+        raise TypeError(
+            f"xsvd decomposes real data, got dtype {dtype}. For a complex field Z = P + iQ, "
+            "decompose its real form R = [[P, -Q], [Q, P]], e.g. "
+            "`np.block([[z.real, -z.imag], [z.imag, z.real]])` with 2k components: every "
+            "singular value of Z appears twice in R's, with vectors [Re u; Im u] and "
+            "[-Im u; Re u] (xsvd.hilbert_eof does this for complex fields made from real "
+            "data). `da.real` or `abs(da)` are real, but drop the phase: another matrix."
+        )
     raise TypeError(
         f"xsvd needs numeric (integer or real floating-point) data, got dtype {dtype}. "
         "Convert it first, e.g. `da.astype('float64')`."
