@@ -366,19 +366,12 @@ def _rotate_scores(scores: xr.DataArray, T: xr.DataArray, name: str) -> xr.DataA
     """``scores @ inv(T).T``: unrotated scores (unit-norm scale) to rotated ones."""
     xp = backend.api(T.data)
     M = xp.linalg.inv(xp.astype(T.data, xp.float64)).T
-    M = _where_like(M, scores.data)
-    k = M.shape[0]
-    M = xr.DataArray(M, dims=(UNROTATED, COMPONENT), coords={COMPONENT: component_labels(k)})
-    src = scores.drop_vars(COMPONENT).rename({COMPONENT: UNROTATED})
+    M = backend.astype(_where_like(M, scores.data), backend.numpy_dtype(scores.dtype), copy=False)
     dims = [d for d in scores.dims if d != COMPONENT]
-    M = M.copy(data=backend.astype(M.data, backend.numpy_dtype(scores.dtype), copy=False))
-    if backend.is_dask(src.data) or backend.is_cupy(src.data) or backend.is_numpy(src.data):
-        out = xr.dot(src, M, dim=UNROTATED)
-    else:  # another array-API library (no einsum): the standard's matmul
-        data = src.transpose(*dims, UNROTATED).data @ M.data
-        out = xr.DataArray(data, dims=(*dims, COMPONENT), coords=src.coords)
-        out = out.assign_coords(M.coords)
-    out = out.transpose(*dims, COMPONENT)
+    data = scores.transpose(*dims, COMPONENT).data @ M  # any array library, lazy on Dask
+    coords = scores.drop_vars(COMPONENT).coords
+    out = xr.DataArray(data, dims=(*dims, COMPONENT), coords=coords)
+    out = out.assign_coords({COMPONENT: component_labels(M.shape[0])})
     out.name = name
     return out
 
@@ -406,11 +399,8 @@ def varimax(L, *, max_iter: int = 1000, rtol: float = 1e-8) -> tuple[Any, int]:
     T = xp.eye(n, dtype=xp.float64, device=backend.device(L))
     if p == 0:
         return T, 0
-    # Each iteration reads the p x n loadings twice (B = A T, then A^T B^3) and does the
-    # rest on n x n matrices: the column sums of B^2 are diag(T^T (A^T A) T), and
-    # A^T (B diag(w)) = (A^T A) T diag(w). B^3 as B * B * B (NumPy's ** 3 is a slow pow).
-    # Stop as xeofs' EOFRotator does: the criterion (sum of the singular values) changes
-    # by less than rtol, relative.
+    # Two reads of A a step (B = A T, A^T B^3; NumPy's B ** 3 is a slow pow), the rest n x n:
+    # colsum(B^2) = diag(T^T (A^T A) T). Stop as xeofs: the criterion changes < rtol, relative.
     crit = 0.0
     with small_blas(A):
         At = A.T
