@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/analyses.py            # full run (~16 min on 2 shared cores)
     .venv/bin/python benchmarks/analyses.py --quick    # smoke run, small sizes (< 1 min)
     .venv/bin/python benchmarks/analyses.py --render benchmarks/results/analyses.json
+    .venv/bin/python benchmarks/analyses.py --analyses rotation \
+        --out benchmarks/results/analyses-rotation --merge benchmarks/results/analyses.json
 
 Six analyses, each timed for xsvd and for xeofs in this one process, one
 after the other (the order alternates from round to round), at default BLAS
@@ -22,9 +24,10 @@ threads, on the same data with the same options:
   ``xeofs.single.EOF(n_modes=k)`` fitted, then
   ``xeofs.validation.EOFBootstrapper(n_bootstraps=R, seed=0).fit(model)``
   (both compute the data's own decomposition and the R replicates);
-* rotation: ``res.rotate(n)`` of a fitted ``xsvd.svd`` result vs
-  ``xeofs.single.EOFRotator(n_modes=n).fit(model)`` of a fitted ``EOF`` (the
-  fits are not timed).
+* rotation: ``res.rotate(n, rtol=r)`` of a fitted ``xsvd.svd`` result vs
+  ``xeofs.single.EOFRotator(n_modes=n, rtol=r).fit(model)`` of a fitted ``EOF``
+  (the fits are not timed); both stop when the varimax criterion changes by
+  less than ``r`` (``--rotate-rtol``, 1e-8: the default of both), relative.
 
 Every xeofs model and every xsvd analysis uses its default solver; the timed
 call also asks for what the analysis reports (xeofs computes scores and
@@ -102,6 +105,7 @@ import contextlib
 import gc
 import inspect
 import json
+import operator
 import os
 import signal
 import sys
@@ -713,7 +717,7 @@ def bootstrap_case(data: Data, ref: Reference, k: int, replicates: int, seed: in
     )
 
 
-def rotation_case(data: Data, ref: Reference, k: int, n_rot: int) -> Case:
+def rotation_case(data: Data, ref: Reference, k: int, n_rot: int, rtol: float) -> Case:
     import xeofs
 
     da, w = data.da, data.w
@@ -742,12 +746,12 @@ def rotation_case(data: Data, ref: Reference, k: int, n_rot: int) -> Case:
         return {"ratio": rel(evr, r["evr"]), "angle": max_angle(V, r["V"])}
 
     def run_xsvd():
-        rot = fitted["xsvd"].rotate(n_rot)
+        rot = fitted["xsvd"].rotate(n_rot, rtol=rtol)
         _read(rot.V, rot.U, rot.explained_variance_ratio)
         return rot
 
     def run_xeofs():
-        rot = xeofs.single.EOFRotator(n_modes=n_rot)
+        rot = xeofs.single.EOFRotator(n_modes=n_rot, rtol=rtol)
         rot.fit(fitted["xeofs"])
         rot.components(), rot.scores(), rot.explained_variance_ratio()
         return rot
@@ -755,8 +759,8 @@ def rotation_case(data: Data, ref: Reference, k: int, n_rot: int) -> Case:
     return Case(
         "rotation",
         data,
-        f"res.rotate({n_rot}) of xsvd.svd(da, {k}, ...) (varimax, defaults)",
-        f"xeofs.single.EOFRotator(n_modes={n_rot}).fit(EOF(n_modes={k}) fitted)",
+        f"res.rotate({n_rot}, rtol={rtol:g}) of xsvd.svd(da, {k}, ...) (varimax)",
+        f"xeofs.single.EOFRotator(n_modes={n_rot}, rtol={rtol:g}).fit(EOF(n_modes={k}) fitted)",
         _quiet(run_xsvd),
         _quiet(run_xeofs),
         lambda rot: score(rot.explained_variance_ratio.values, rows(rot.V, "component", dims)),
@@ -1029,6 +1033,7 @@ def report(
         f"BLAS: {blas} (default threads)",
         "- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val),
         f"- Wall time of the whole run: {wall / 60:.1f} min",
+        *[f"- Rows replaced by a later run: {line}" for line in machine.get("merged", [])],
         f"- Config: {config}",
         "",
         "## Results",
@@ -1163,6 +1168,24 @@ def render(json_path: Path, out: Path | None) -> int:
     return 0
 
 
+def merge(into: Path, new: Path) -> int:
+    """Replace the rows of the run ``into`` (JSON) by those of the same analysis, data and load
+    of the run ``new``; the report names the run that gave each replaced row."""
+    doc, later = json.loads(into.read_text()), json.loads(new.read_text())
+    key = operator.itemgetter("analysis", "data", "setting")
+    fresh = {key(r): r for r in later["rows"]}
+    doc["rows"] = [fresh.pop(key(r), r) for r in doc["rows"]] + list(fresh.values())
+    m = later["machine"]
+    rows = sorted({f"{r['analysis']} ({r['data']}, {r['setting']})" for r in later["rows"]})
+    doc["machine"].setdefault("merged", []).append(
+        f"{', '.join(rows)}: from the run of {m['date_utc']}, commit "
+        f"{(m.get('git') or {}).get('commit', '?')[:12]}, `{m['command']}` ({new.name})"
+    )
+    doc["reference_seconds"].update(later["reference_seconds"])
+    into.write_text(json.dumps(doc, indent=2) + "\n")
+    return render(into, None)
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -1177,7 +1200,7 @@ def cases(data: Data, ref: Reference, args, replicates: int) -> list[Case]:
         "extended": lambda: extended_case(data, ref, k, args.embedding, args.tau),
         "Hilbert": lambda: hilbert_case(data, ref, k),
         "bootstrap": lambda: bootstrap_case(data, ref, k, replicates),
-        "rotation": lambda: rotation_case(data, ref, k, args.rotate),
+        "rotation": lambda: rotation_case(data, ref, k, args.rotate, args.rotate_rtol),
     }
     return [make[a]() for a in args.analyses]
 
@@ -1191,6 +1214,13 @@ def main(argv=None) -> int:
     p.add_argument("--embedding", type=int, default=3)
     p.add_argument("--tau", type=int, default=1)
     p.add_argument("--rotate", type=int, default=5, help="components rotated (of k)")
+    p.add_argument(
+        "--rotate-rtol",
+        type=float,
+        default=1e-8,
+        help="rotation: both tools stop when the varimax criterion changes by less than this, "
+        "relative (the default of both)",
+    )
     p.add_argument("--replicates", type=int, default=20, help="bootstrap, eofs example")
     p.add_argument("--replicates-large", type=int, default=10, help="bootstrap, large field")
     p.add_argument("--shape", default="3000x90x180", help="time x lat x lon of the large field")
@@ -1215,6 +1245,14 @@ def main(argv=None) -> int:
         default=None,
         help="only write the report again from this JSON of an earlier run (to --out, "
         "default: next to it)",
+    )
+    p.add_argument(
+        "--merge",
+        type=Path,
+        default=None,
+        help="also put this run's rows into the JSON of an earlier run (replacing its rows of "
+        "the same analysis, data and load; the report says which rows came from which run) "
+        "and write that report again",
     )
     args = p.parse_args(argv)
     if args.render is not None:
@@ -1244,7 +1282,7 @@ def main(argv=None) -> int:
     machine["xsvd_source"] = str(source)
     machine["pythonpath"] = os.environ.get("PYTHONPATH", "")
     config = {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(args).items()}
-    config["out"] = str(args.out)
+    config.update(out=str(args.out), merge=args.merge and str(args.merge))
     config["signatures"] = signatures()
     log(f"xsvd {xsvd.__file__}; signatures: {config['signatures']}")
     rows: list[Row] = []
@@ -1287,6 +1325,8 @@ def main(argv=None) -> int:
         f"\nwritten: {args.out.with_suffix('.md')}, {args.out.with_suffix('.json')} "
         f"({wall / 60:.1f} min)"
     )
+    if args.merge is not None:
+        merge(args.merge, args.out.with_suffix(".json"))
     return 0
 
 
