@@ -14,6 +14,7 @@ none are given). What counts as missing, and what is done with it, is
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -76,6 +77,21 @@ class Decomposition:
         """``S**2 / ||B||_F**2`` (``S``: these singular values by default), see
         :func:`variance_ratio`."""
         return variance_ratio(self.S if S is None else S, self.total_ss, self.total_norm)
+
+    def mean_share(self) -> float:
+        """A lower bound, from ``U`` and ``S`` alone, on the share of ``||B||_F**2`` that
+        the column means of ``B`` carry (no read of the data).
+
+        The means carry ``||B^T 1||**2 / m`` (``m`` samples), of which the computed
+        components hold ``sum_i S_i**2 (u_i . 1)**2 / m``. 0 for centered data (their
+        ``U`` is orthogonal to ``1``); near 1 for uncentered data far from 0 (absolute
+        temperatures), whose first component is then the mean. 0.0 where it is not
+        finite (a total of 0).
+        """
+        xp = backend.array_module(self.U)
+        along = xp.abs(xp.sum(self.U, axis=0)) / math.sqrt(self.U.shape[0])
+        share = float(backend.to_numpy(xp.sum(self.variance_ratio(self.S * along))))
+        return share if math.isfinite(share) else 0.0
 
     def lazy_parts(self) -> dict:
         """The parts that are Dask arrays, by name."""

@@ -6,8 +6,11 @@ accessor all end up in :func:`_run`.
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
 import xarray as xr
@@ -356,7 +359,38 @@ def solve_matrix(
         d = _hinted(layout, randomized_svd, a, k, **run, **as_kwargs(given))
     if labeling.settings():
         d = replace(d, settings={**d.settings, **labeling.settings()})
+    if not read.center and m > 1 and not d.lazy_parts():  # one sample: nothing to center
+        warn_uncentered(d)
     return SVDResult(d, layout, weights=w, units=units)
+
+
+#: ``center=False`` warns where the features' means carry more than this share of the
+#: sum of squares (:meth:`xsvd.core.Decomposition.mean_share`).
+UNCENTERED_SHARE = 0.5
+_PACKAGE = str(Path(__file__).resolve().parents[1])
+
+
+def warn_uncentered(d) -> None:
+    """Warn when an uncentered decomposition is mostly the features' means (from ``U``, ``S``).
+
+    Not on lazy results (``compute=False``), whose ``U`` is not known yet.
+    """
+    share = d.mean_share()
+    if share > UNCENTERED_SHARE:
+        frame, level = sys._getframe(), 1  # the warning points at the user's first frame
+        while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+            frame, level = frame.f_back, level + 1
+        warnings.warn(
+            f"center=False (xsvd's default; eofs and xeofs center), and the features' means "
+            f"carry {share:.0%} of the sum of squares: the first component is mostly the mean "
+            "(its PC nearly constant), explained_variance_ratio is a share of the sum of "
+            "squares, not of the variance, and eigenvalues() and north_errors() are not "
+            "variances. For EOFs or a PCA of anomalies, pass center=True (or decompose "
+            "anomalies, e.g. `da - da.mean('time')`). To decompose the values about 0 on "
+            "purpose, silence this: `warnings.filterwarnings('ignore', 'center=False')`.",
+            UserWarning,
+            stacklevel=level,
+        )
 
 
 def _hinted(layout: Layout, solver, a, *args, **kwargs):
