@@ -152,7 +152,7 @@ def test_errors_say_what_was_wrong():
         xsvd.bootstrap(da, 90, 5, dim="time")
     bad = da.copy()
     bad[3, 2] = np.nan
-    with pytest.raises(xsvd.MissingValueError, match="NaN at some samples"):
+    with pytest.raises(xsvd.MissingValueError, match="NaN at some but not all samples"):
         xsvd.bootstrap(bad, 2, 5, dim="time")
 
 

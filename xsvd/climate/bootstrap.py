@@ -46,7 +46,7 @@ from ..labeled.base import Result, errors_part
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
 from ..labeled.units import quantify
-from .resampling import CAP, CONVERGED, FIXED, SPACE_FULL, Reader, Stopping, relative_error
+from .resampling import CAP, CONVERGED, FIXED, SPACE_FULL, Reads, Stopping, relative_error
 from .resampling import run_batch as _run_batch
 
 __all__ = ["bootstrap", "BootstrapResult"]
@@ -208,34 +208,31 @@ def bootstrap(
     counts = np.stack([np.ones(m), *(np.bincount(d, minlength=m) for d in draws)], axis=1)
     l = min(k + opts.n_oversamples, m)
     size = n if batch is None else batch
-    reader = Reader(a, w, (min(size, n) + 1) * l)
-    xp, locate = reader.xp, layout.feature_locator()
-    S, ss, dots, Vs, batches = [], [], [], [], []
+    reader = Reads(a, w, layout.feature_locator())
+    xp = reader.xp
+    S, ratio, dots, Vs, batches = [], [], [], [], []
     for start in range(1, n + 1, size):
         # every batch decomposes the data too (column 0): the patterns to compare with
         C = np.concatenate([counts[:, :1], counts[:, start : start + size]], axis=1)
         blocks = rng.standard_normal((C.shape[1], m, l))
-        out = _run_batch(reader, C, blocks, k, stop, center, keep_patterns, locate)
+        out = _run_batch(reader, C, blocks, k, stop, center, keep_patterns)
         if start == 1:
             S.append(out.S[:1, ...])
-            ss.append(out.ss[:1])
+            ratio.append(out.ratio[:1, ...])
             original, U0, errors0 = out.V[0, ...], out.U0, out.errors[0, ...]
             turn = 1.0
         else:  # this batch's original may have other signs than the first's
             same = xp.sum(_zero_nan(original) * _zero_nan(out.V[0, ...]), axis=0)
             turn = _flips(same < 0)
         S.append(out.S[1:, ...])
-        ss.append(out.ss[1:])
+        ratio.append(out.ratio[1:, ...])
         dots.append(out.dots[1:, ...] * turn)
         if keep_patterns:
             Vs.append(out.V[1:, ...])  # its signs are matched to the first original later
         batches.append(out)
-    S, ss = xp.concat(S), xp.concat(ss)
+    S, ratio = xp.concat(S), xp.concat(ratio)
     ones = xp.ones((1, k), dtype=xp.float64, device=backend.device(S))
     dots = xp.concat([ones, *dots])
-    positive = ss > 0
-    # 0 / 0 is NaN, as in every result's explained_variance_ratio
-    ratio = xp.where(positive[:, None], S**2 / xp.where(positive, ss, 1.0)[:, None], xp.nan)
     settings = _settings(opts, stop, batches, reader, center, ci)
     parts = dict(S=S, ratio=ratio, dots=dots, original=original, U0=U0, Vs=Vs, errors=errors0)
     ds = _dataset(layout, reader.put(counts), parts, ci, settings)
@@ -252,7 +249,7 @@ def _zero_nan(x):
     return backend.api(x).where(backend.api(x).isnan(x), 0.0, x)
 
 
-def _settings(opts, stop: Stopping, batches: list, reader: Reader, center, ci) -> dict:
+def _settings(opts, stop: Stopping, batches: list, reader: Reads, center, ci) -> dict:
     """``settings`` of the result (JSON-able), with the warnings they call for."""
     passes = max(b.passes for b in batches)
     stopped = next(r for r in _REASONS if any(b.stopped == r for b in batches))

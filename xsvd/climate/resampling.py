@@ -1,38 +1,56 @@
-"""The bootstrap's engine: every replicate's products from one read, block Krylov on all.
+"""The bootstrap's engine: every replicate's products in shared reads, block Krylov on all.
 
 A replicate that draws sample ``i`` ``c_i`` times is the matrix
 
     B_c = diag(sqrt(c)) (A - 1 mu_c^T) diag(w),    mu_c = A^T c / m,
 
-so one read of a block of features (holding every sample) gives the block's
-share of ``B_c B_c^T T_c`` for every replicate ``c`` at once
-(:func:`apply_block`), and of the patterns ``B_c^T u / s``
-(:func:`patterns_block`). :func:`run_batch` runs block Krylov (block
-Lanczos with full reorthogonalization, the core's
-:mod:`xsvd.core.randomized.small`) on every replicate's ``B_c B_c^T``
-(samples x samples) in the same reads, and stops as the core's solvers do:
-by default once every replicate's estimated relative errors of its ``k``
-singular values and residuals are below ``tol`` (a replicate that has
-converged is not multiplied again), when the Krylov space fills the
-samples, or at the cap (:class:`Stopping`).
+whose Krylov space lives on the sample side (``B_c B_c^T``, samples x
+samples: small, and the replicate's weights are per sample). :func:`run_batch`
+runs block Krylov (block Lanczos with full reorthogonalization, the core's
+:mod:`xsvd.core.randomized.small`) on every replicate of a batch in the same
+reads, and stops as the core's solvers do: by default once every
+replicate's estimated relative errors of its ``k`` singular values and
+residuals are below ``tol`` (a replicate that has converged is not
+multiplied again), when the Krylov space fills the samples, or at the cap
+(:class:`Stopping`).
 
-Every array works through its array-API namespace (:func:`xsvd.core.backend.api`):
-the blocks are NumPy, CuPy or another library's arrays (a device's), or the
-chunks of a Dask array; the per-replicate matrices (samples x block) live
-where the data's blocks are. Only small arrays cross between host and device,
-through :func:`xsvd.core.backend.transfer` (counted): the counts and start
-blocks going in, a few numbers per replicate and pass (Ritz values, residual
-norms, stop decisions) coming out. Every small step is float64.
+The data are read through the core (:class:`Reads`): its executors
+(:mod:`xsvd.core.randomized.executors`: at once in memory, one
+``dask.compute`` per read for Dask data, so nothing of the data outlives a
+read) cut them into stripes as their chunks are, and its stripe reading
+(:func:`~xsvd.core.randomized.stripe.stripe_sub`) converts a float64
+sub-block at a time, multiplied by per-feature powers of two where the
+magnitudes call for it (:mod:`xsvd.core.randomized.magnitude`). No rechunk and
+no stripe-sized copy:
+
+- stripes of features (each holds every sample): one read per pass gives every
+  replicate's ``B_c B_c^T T_c``, each stripe centered on its own exact means;
+- stripes of samples (Dask data chunked along the samples only, each stripe
+  holding every feature): two reads per pass, ``Y_c = B_c^T T_c`` (summed over
+  the stripes, features x block) and then ``B_c Y_c`` (each stripe its rows).
+
+The first read of a batch also counts each feature's NaN and infinite values
+and measures its magnitude: partial NaN raise :class:`MissingValueError`,
+infinite values the core's :class:`InfiniteValueError` (both naming the
+features), and data too large or too small for float64 products are read
+again, rescaled. Only small arrays cross between host and device (counted by
+:func:`xsvd.core.backend.transfer`): counts and start blocks going in, per-feature
+counts once per batch and a few numbers per replicate and pass coming out.
+Every step is float64.
 """
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..core import MissingValueError, backend
+from ..core.config import OPTIONS
+from ..core.missing import check_infinite, check_nan_counts
+from ..core.randomized.executors import Eager, Stepwise
+from ..core.randomized.magnitude import needs_rescaling, rescaling, times_power_of_two
 from ..core.randomized.small import (
     estimates_are_bounds,
     krylov_finish,
@@ -41,14 +59,16 @@ from ..core.randomized.small import (
     thin_errors,
     unknown_errors,
 )
+from ..core.randomized.state import Summable
+from ..core.randomized.stripe import quiet_overflow, stripe_sub, sub_blocks
 
-__all__ = ["Reader", "Stopping", "Batch", "run_batch", "apply_block", "patterns_block"]
-
-#: In-memory data are multiplied in blocks of features holding about this many intermediates.
-BLOCK_VALUES = 2**22
+__all__ = ["Reads", "Stopping", "Batch", "run_batch"]
 
 #: Why a batch's passes stopped (``settings["stopped"]``).
 CONVERGED, CAP, SPACE_FULL, FIXED = "converged", "cap", "space full", "n_power_iter"
+#: Per-stripe partial sums added per task over Dask stripes (a few feature-sized sums
+#: alive at once over stripes of samples).
+SPLIT_EVERY = 4
 
 
 @dataclass(frozen=True)
@@ -74,16 +94,17 @@ class Stopping:
 class Batch:
     """One batch of replicates (column 0: the data themselves), on the data's device.
 
-    ``S`` (B, k), ``ss`` (B,): ``||B_c||_F^2``, ``V`` (B or 1, features, k),
-    ``dots`` (B, k): each pattern's dot product with column 0's, ``U0`` (m, k)
-    the data's sample-side vectors, ``errors`` (B, k, 3): the estimated errors
-    (S, angle, residual) of every replicate, ``passes`` (the most of any
-    replicate), ``stopped`` (why), ``bounds`` (whether the estimates are
-    bounds, :func:`~xsvd.core.randomized.small.estimates_are_bounds`).
+    ``S`` (B, k) and ``errors`` (B, k, 3: the estimated errors of S, angle,
+    residual) in the data's units, ``ratio`` (B, k): ``S**2 / ||B_c||_F**2``
+    (NaN where that is 0), ``V`` (B or 1, features, k), ``dots`` (B, k): each
+    pattern's dot product with column 0's, ``U0`` (m, k) the data's sample-side
+    vectors, ``passes`` (the most of any replicate), ``stopped`` (why),
+    ``bounds`` (whether the estimates are bounds,
+    :func:`~xsvd.core.randomized.small.estimates_are_bounds`).
     """
 
     S: object
-    ss: object
+    ratio: object
     V: object
     dots: object
     U0: object
@@ -93,109 +114,54 @@ class Batch:
     bounds: bool
 
 
-def _floats(x):
-    """A block in float64, NaN as 0, and its NaN mask: ``(xp, x, nan)``."""
-    xp = backend.api(x)
-    x = xp.astype(x, xp.float64, copy=False)
-    nan = xp.isnan(x)
-    return xp, xp.where(nan, 0.0, x), nan
+@dataclass
+class Sums(Summable):
+    """One stripe's share of a read (added over stripes; ``amax`` by the maximum).
 
-
-def apply_block(x, w, C, T, center: bool, first: bool):
-    """One block's share of ``B_c B_c^T T_c`` for every replicate.
-
-    ``x`` (m x f) every sample of some features, ``w`` their weights (or
-    None), ``C`` (m x B) the counts, ``T`` (B x m x l). Returns ``(flat,
-    nan_counts)``: ``flat`` holds the (B, m, l) products and, in the ``first``
-    read, the B shares of ``||B_c||_F^2`` and the number of the block's
-    features that are NaN at some samples but not all; ``nan_counts`` (first
-    read) the NaN samples of each feature (else None).
-    """
-    xp, x, nan = _floats(x)
-    m, f = x.shape
-    if center:  # the full sample's mean: replicate means are then small corrections
-        x = x - xp.mean(x, axis=0)
-    B, _, l = T.shape
-    s = xp.sqrt(C)  # m x B
-    ST = s.T[:, :, None] * T  # B x m x l
-    Y = xp.reshape(x.T @ xp.reshape(xp.permute_dims(ST, (1, 0, 2)), (m, B * l)), (f, B, l))
-    mu = (x.T @ C) / m if center else None  # f x B
-    if center:
-        Y = Y - mu[:, :, None] * xp.sum(ST, axis=1)[None, :, :]
-    if w is not None:
-        Y = w[:, None, None] * Y
-    DY = Y if w is None else w[:, None, None] * Y
-    out = xp.permute_dims(xp.reshape(x @ xp.reshape(DY, (f, B * l)), (m, B, l)), (1, 0, 2))
-    if center:  # sum_f mu[f, b] DY[f, b, :]
-        shift = xp.permute_dims(mu, (1, 0))[:, None, :] @ xp.permute_dims(DY, (1, 0, 2))
-        out = out - shift
-    out = s.T[:, :, None] * out
-    if not first:
-        return xp.reshape(out, (-1,)), None
-    w2 = 1.0 if w is None else (w**2)[:, None]
-    ss = xp.sum(((x**2).T @ C) * w2, axis=0)
-    if center:
-        ss = ss - m * xp.sum(mu**2 * w2, axis=0)
-    counts = xp.sum(xp.astype(nan, xp.int64), axis=0)
-    partial = xp.sum(xp.astype((counts > 0) & (counts < m), xp.float64))[None]
-    return xp.concat([xp.reshape(out, (-1,)), ss, partial]), counts
-
-
-def patterns_block(x, w, C, U, S, center: bool, keep: bool):
-    """One block's patterns ``B_c^T u / s`` and their dot products with column 0's.
-
-    Returns ``(dots (B, k), V)`` with ``V`` (B or 1, f, k): every replicate's
-    (``keep``) or column 0's; NaN where the data are NaN at every sample.
-    """
-    xp, x, nan = _floats(x)
-    dead = xp.all(nan, axis=0)
-    m, f = x.shape
-    if center:
-        x = x - xp.mean(x, axis=0)
-    B, _, k = U.shape
-    s = xp.sqrt(C)
-    SU = s.T[:, :, None] * U
-    V = xp.reshape(x.T @ xp.reshape(xp.permute_dims(SU, (1, 0, 2)), (m, B * k)), (f, B, k))
-    if center:
-        V = V - ((x.T @ C) / m)[:, :, None] * xp.sum(SU, axis=1)[None, :, :]
-    if w is not None:
-        V = w[:, None, None] * V
-    positive = S > 0
-    V = xp.where(positive[None, :, :], V / xp.where(positive, S, 1.0)[None, :, :], 0.0)
-    V = xp.permute_dims(V, (1, 0, 2))  # B x f x k
-    dots = xp.sum(V[0:1, :, :] * V, axis=1)
-    V = V if keep else V[0:1, :, :]
-    return dots, xp.where(dead[None, :, None], xp.nan, V)
-
-
-class Reader:
-    """Runs a per-block function over blocks of features that hold every sample.
-
-    One call of :meth:`read` is one read of the data (one ``dask.compute``
-    for Dask data, whose sample dimension is put in one chunk, lazily).
-    ``put`` moves a small host array to where the data's blocks are.
+    ``product``: the products; ``ss``: shares of every ``||B_c||_F^2``; over
+    stripes of samples, ``colsum`` (``A^T C``, features x B), ``missing``,
+    ``infinite`` (counts per feature) and ``amax`` (largest finite magnitude).
     """
 
-    def __init__(self, a, w, width: int):
-        self.lazy = backend.is_dask(a)
-        self.like = a
+    MAXED = ("amax",)
+
+    product: Any
+    ss: Any = None
+    colsum: Any = None
+    missing: Any = None
+    infinite: Any = None
+    amax: Any = None
+
+
+class Reads:
+    """The data's reads for the bootstrap, through the core's executors and stripes.
+
+    ``a`` (samples x features: NumPy, a device's array or Dask), ``w`` the
+    feature weights (or None), ``locate`` names features in errors. Dask data
+    chunked along the samples only are read as stripes of samples, anything
+    else as stripes of features. ``reads`` counts the reads.
+    """
+
+    def __init__(self, a, w, locate=None):
+        self.n_samples, self.n_features = (int(s) for s in a.shape)
+        lazy = backend.is_dask(a)
+        self.by_samples = lazy and a.numblocks[1] == 1 and a.numblocks[0] > 1
+        axis = 0 if self.by_samples else 1
+        self.ex = Stepwise(a, axis, split_every=SPLIT_EVERY) if lazy else Eager(a, axis)
         self.xp = backend.api(a)
-        self.n_features = int(a.shape[1])
+        self.like = self.ex.like
+        gpu = backend.namespace(a) is not np
+        self.sub_block = OPTIONS["gpu_sub_block_elements" if gpu else "sub_block_elements"]
+        self.locate = locate
+        self.given = None if w is None else np.asarray(backend.to_numpy(w), dtype=np.float64)
+        self.weights = None if w is None else self.put(self.given)
+        self.scale = None  # per feature, 2**column_exp (rescaled data), on the device
+        self.result_exp = 0  # the matrices decomposed are 2**result_exp B_c
+        self.measured = False  # whether the magnitudes were looked at (first batch)
+        self.nan_mask = None  # features NaN at every sample (host), after a first read
+        self.shift = None  # stripes of samples: the means subtracted from every sub-block
+        self.means = None  # stripes of samples: the batch's mu_c - shift (features x B)
         self.reads = 0
-        if self.lazy:
-            a = a.rechunk({0: -1}) if len(a.chunks[0]) > 1 else a
-            edges = np.cumsum((0, *a.chunks[1]))
-            self.blocks = list(a.to_delayed().ravel())
-        else:
-            step = max(64, BLOCK_VALUES // max(width, 1))
-            edges = np.r_[np.arange(0, a.shape[1], step), a.shape[1]]
-            self.blocks = [a[:, i:j] for i, j in zip(edges[:-1], edges[1:], strict=True)]
-        self.edges = edges
-        if w is not None:
-            w = backend.transfer(np.asarray(backend.to_numpy(w), dtype=np.float64), a)
-        self.weights = [
-            None if w is None else w[i:j] for i, j in zip(edges[:-1], edges[1:], strict=True)
-        ]
 
     def put(self, x):
         """A host array in float64, moved to where the data's blocks are (counted)."""
@@ -205,54 +171,263 @@ class Reader:
         """A small array of the data's device on the host (counted)."""
         return backend.to_numpy(x)
 
-    def read(self, fn, *args):
-        """``fn(block, weights, *args) -> (summed, gathered)`` on every block, in one read:
-        the sum of the first outputs, and the list of the second."""
+    def _read(self, fn, *args, nout: int = 1):
+        """``fn(blocks, offset, *args)`` on every stripe in one read: the sum of the first
+        outputs and (``nout=2``) the list of the second, computed."""
+        ex = self.ex
         self.reads += 1
-        if not self.lazy:
-            parts = [fn(b, w, *args) for b, w in zip(self.blocks, self.weights, strict=True)]
-            total = parts[0][0]
-            for p in parts[1:]:
-                total = total + p[0]
-            return total, [p[1] for p in parts]
-        import dask
-        from dask import delayed
-
-        shared = [delayed(x, pure=True) if hasattr(x, "shape") else x for x in args]
-        call = delayed(fn, pure=True, nout=2)
-        parts = [call(b, w, *shared) for b, w in zip(self.blocks, self.weights, strict=True)]
-        sums = [p[0] for p in parts]
-        while len(sums) > 1:  # a tree: few partial sums in memory at once
-            pairs = [
-                delayed(operator.add)(p, q) for p, q in zip(sums[::2], sums[1::2], strict=False)
-            ]
-            sums = pairs + (sums[-1:] if len(sums) % 2 else [])
-        total, gathered = dask.compute(sums[0], [p[1] for p in parts])
+        out = ex.map(fn, ex.stripes(), *args, nout=nout, per_stripe=(ex.offsets,))
+        if nout == 1:
+            (total,) = ex.end_pass((ex.sum(out),))
+            return total
+        total, gathered = ex.end_pass((ex.sum(out[0]), out[1]))
         return total, list(gathered)
 
-    def check_nan(self, partial, counts, m: int, locate=None) -> None:
-        """Raise when a feature is NaN at some samples but not all (``partial``: their
-        number, from the first read; ``counts``: each block's NaN counts per feature)."""
-        if float(self.host(partial)[0]) == 0:
-            return
-        host = np.concatenate([np.asarray(self.host(c)) for c in counts])
-        bad = np.flatnonzero((host > 0) & (host < m))
-        if locate is not None:
-            where = locate(bad)
+    def product(self, counts, active: list, T, center: bool, first: bool):
+        """``B_c B_c^T T_c`` (B x m x l) for the ``active`` columns of the counts and, on
+        the batch's first read (all active), their ``||B_c||_F^2`` (else None); read again
+        rescaled where the first read's magnitudes call for it (:meth:`checked`)."""
+        xp, m = self.xp, self.n_samples
+        if len(active) < counts.shape[1]:
+            counts = xp.stack([counts[:, b] for b in active], axis=1)
+        if not self.by_samples:
+            while True:
+                args = (self.weights, self.scale, counts, T, center, first, self.sub_block)
+                sums, stats = self._read(_feature_pass, *args, nout=2)
+                stats = self.xp.concat(stats, axis=1) if first else None
+                if not first or not self.checked(stats[0, :], stats[1, :], stats[2, :]):
+                    return sums.product, sums.ss
+        while True:  # stripes of samples: Y_c = B_c^T T_c, then B_c Y_c
+            sums = self._read(_sample_co, self.scale, self.shift, counts, T, first, self.sub_block)
+            if not first or not self.checked(sums.missing, sums.infinite, sums.amax):
+                break
+        if first:  # mu_c - shift, as the read subtracted it
+            self.means = sums.colsum / m if center else None
+        means = self._means(active)
+        G = self._weighted(sums.product, counts, T, means, square=True)
+        if first and center and self.shift is None:  # the data's means: subtracted from now on
+            self.shift = self.means[:, 0]
+            self.means = means = self.means - self.means[:, :1]
+        corr = None if means is None else xp.sum(means[:, :, None] * G, axis=0)
+        args = (self.scale, self.shift, counts, G, corr, self.weights, first, self.sub_block)
+        sums, rows = self._read(_sample_apply, *args, nout=2)
+        ss = sums.ss
+        if first and means is not None:
+            w2 = 1.0 if self.weights is None else (self.weights**2)[:, None]
+            ss = ss - m * xp.sum(means**2 * w2, axis=0)
+        return xp.concat(rows, axis=1), ss
+
+    def _means(self, active: list):
+        """``mu_c - shift`` of the ``active`` replicates of the batch (or None)."""
+        if self.means is None or len(active) == self.means.shape[1]:
+            return self.means
+        return self.xp.stack([self.means[:, b] for b in active], axis=1)
+
+    def _weighted(self, P, counts, T, means, square: bool):
+        """``w (P - mu~_c (s_c^T T_c))`` (``w**2`` when ``square``): ``B_c^T T_c`` from the
+        summed products ``P`` of the centered data (features x B x l)."""
+        xp = self.xp
+        n, (B, _, l) = self.n_features, T.shape
+        P = xp.reshape(P, (n, B, l))
+        if means is not None:
+            sT = xp.sum(xp.sqrt(counts).T[:, :, None] * T, axis=1)  # B x l
+            P = P - means[:, :, None] * sT[None, :, :]
+        if self.weights is None:
+            return P
+        w = self.weights**2 if square else self.weights
+        return w[:, None, None] * P
+
+    def patterns(self, counts, U, S, center: bool, keep: bool):
+        """The patterns ``B_c^T u / s`` of every replicate (``keep``) or of column 0 (B or 1
+        x features x k, NaN for features NaN at every sample) and their dot products with
+        column 0's (B x k)."""
+        xp = self.xp
+        inverse = xp.where(S > 0, 1 / xp.where(S > 0, S, 1.0), 0.0)
+        if self.by_samples:
+            P = self._read(_sample_co, self.scale, self.shift, counts, U, False, self.sub_block)
+            P = self._weighted(P.product, counts, U, self.means, False)
+            V = xp.permute_dims(P, (1, 0, 2))
+            V = V * inverse[:, None, :]
+            dots = xp.sum(V[0:1, :, :] * V, axis=1)
+            V = V if keep else V[0:1, :, :]
         else:
-            where = "feature index " + ", ".join(str(int(i)) for i in bad[:10])
-            where += f" and {bad.size - 10} more" if bad.size > 10 else ""
-        raise MissingValueError(
-            f"{bad.size} feature(s) are NaN at some samples but not all: {where}. The "
-            "bootstrap needs complete features (NaN at every sample, e.g. land, is fine). "
-            "Fill them first (e.g. `da.interpolate_na(dim)`) or drop them "
-            "(`da.dropna(dim, how='any')` over the samples)."
-        )
+            args = (self.weights, self.scale, counts, U, inverse, center, keep, self.sub_block)
+            dots, parts = self._read(_feature_patterns, *args, nout=2)
+            V = xp.concat(parts, axis=1)
+        dead = backend.transfer(self.nan_mask, self.like)
+        return dots, xp.where(dead[None, :, None], xp.nan, V)
+
+    def checked(self, missing, infinite, amax) -> bool:
+        """Check a batch's first read (per feature: NaN and infinite counts, largest finite
+        magnitude); True when the data must be read again, rescaled."""
+        m = self.n_samples
+        host = self.host(self.xp.stack([missing, infinite, amax]))  # one move
+        check_infinite(host[1] > 0, locate=self.locate)
+        try:
+            self.nan_mask = check_nan_counts(host[0], m, locate=self.locate)
+        except MissingValueError as err:  # the bootstrap takes no missing=
+            found = str(err).split(". Features that are NaN")[0]
+            raise MissingValueError(
+                f"{found}. The bootstrap needs complete features (NaN at every sample, e.g. "
+                "land, is fine): fill them first (e.g. `da.interpolate_na(dim)`) or drop "
+                "them (`da.dropna(dim, how='any')` over the samples)."
+            ) from None
+        if self.measured:
+            return False
+        self.measured = True
+        if not needs_rescaling(host[2], self.given, np.float64):
+            return False
+        found = rescaling(host[2], self.given, np.float64, np.float64)
+        self.scale = self.put(np.ldexp(1.0, found.column_exp))
+        self.weights = self.put(found.weights)
+        self.result_exp = found.result_exp
+        return True
+
+    def scaled_back(self, S, errors):
+        """Singular values and their errors (B x k x 3) in the data's units."""
+        e = -self.result_exp
+        if e == 0:
+            return S, errors
+        xp = self.xp
+        first = times_power_of_two(errors[..., 0], e)
+        return times_power_of_two(S, e), xp.stack([first, errors[..., 1], errors[..., 2]], axis=-1)
 
 
-def run_batch(
-    reader: Reader, C, start, k: int, stop: Stopping, center: bool, keep: bool, locate=None
-) -> Batch:
+# ------------------------------------------------------------------ kernels
+
+
+def _sub(blocks, axis: int, start: int, stop: int, scale):
+    """A float64 sub-block (times ``scale``), NaN as 0, and its NaN mask: ``(xp, x, nan)``."""
+    x = stripe_sub(blocks, axis, start, stop, np.float64, scale)
+    xp = backend.api(x)
+    nan = xp.isnan(x)
+    return xp, xp.where(nan, 0.0, x), nan
+
+
+def _measure(xp, x, nan):
+    """Per column of ``x`` (NaN already 0): NaN and infinite counts, largest finite magnitude."""
+    inf = xp.isinf(x)
+    amax = xp.max(xp.abs(xp.where(inf, 0.0, x)), axis=0)
+    counts = [xp.sum(xp.astype(b, xp.float64), axis=0) for b in (nan, inf)]
+    return xp.stack([*counts, amax])
+
+
+@quiet_overflow
+def _feature_pass(blocks, offset, w, scale, C, T, center, first, sub_block):
+    """A stripe of features' share of every ``B_c B_c^T T_c`` (and, ``first``, of the
+    ``||B_c||_F^2``), with its per-feature counts and magnitudes (``first``, else None)."""
+    xp = backend.api(T)
+    m, f_all = C.shape[0], blocks[0].shape[1]
+    B, _, l = T.shape
+    s = xp.sqrt(C)  # m x B
+    ST = s.T[:, :, None] * T  # B x m x l
+    flat, sST = xp.reshape(xp.permute_dims(ST, (1, 0, 2)), (m, B * l)), xp.sum(ST, axis=1)
+    out = xp.zeros((m, B * l), dtype=xp.float64, device=backend.device(T))
+    ss, stats = 0.0, []
+    part = None if scale is None else scale[offset : offset + f_all]
+    for start, stop in sub_blocks(f_all, m, sub_block):
+        xp, x, nan = _sub(blocks, 1, start, stop, part)
+        if first:
+            stats.append(_measure(xp, x, nan))
+        if center:  # every sample is here: the exact means; the replicates' are corrections
+            x = x - xp.mean(x, axis=0)
+        f = stop - start
+        Y = xp.reshape(x.T @ flat, (f, B, l))
+        mu = (x.T @ C) / m if center else None  # f x B
+        if center:
+            Y = Y - mu[:, :, None] * sST[None, :, :]
+        wv = None if w is None else w[offset + start : offset + stop]
+        DY = Y if wv is None else (wv**2)[:, None, None] * Y
+        out = out + x @ xp.reshape(DY, (f, B * l))
+        if center:  # sum_f mu[f, b] DY[f, b, :]
+            out = out - xp.reshape(xp.sum(mu[:, :, None] * DY, axis=0), (1, B * l))
+        if first:
+            w2 = 1.0 if wv is None else (wv**2)[:, None]
+            ss = ss + xp.sum(((x**2).T @ C) * w2, axis=0)
+            if center:
+                ss = ss - m * xp.sum(mu**2 * w2, axis=0)
+    out = s.T[:, :, None] * xp.permute_dims(xp.reshape(out, (m, B, l)), (1, 0, 2))
+    return Sums(out, ss if first else None), (xp.concat(stats, axis=1) if first else None)
+
+
+@quiet_overflow
+def _feature_patterns(blocks, offset, w, scale, C, U, inverse, center, keep, sub_block):
+    """A stripe of features' patterns ``B_c^T u / s`` (B or 1 x f x k) and their share of
+    the dot products with column 0's (B x k)."""
+    xp = backend.api(U)
+    m, f_all = C.shape[0], blocks[0].shape[1]
+    B, _, k = U.shape
+    SU = xp.sqrt(C).T[:, :, None] * U
+    flat, sSU = xp.reshape(xp.permute_dims(SU, (1, 0, 2)), (m, B * k)), xp.sum(SU, axis=1)
+    dots, parts = 0.0, []
+    part = None if scale is None else scale[offset : offset + f_all]
+    for start, stop in sub_blocks(f_all, m, sub_block):
+        xp, x, _ = _sub(blocks, 1, start, stop, part)
+        if center:
+            x = x - xp.mean(x, axis=0)
+        V = xp.reshape(x.T @ flat, (stop - start, B, k))
+        if center:
+            V = V - ((x.T @ C) / m)[:, :, None] * sSU[None, :, :]
+        if w is not None:
+            V = w[offset + start : offset + stop][:, None, None] * V
+        V = xp.permute_dims(V * inverse[None, :, :], (1, 0, 2))  # B x f x k
+        dots = dots + xp.sum(V[0:1, :, :] * V, axis=1)
+        parts.append(V if keep else V[0:1, :, :])
+    return dots, xp.concat(parts, axis=1)
+
+
+@quiet_overflow
+def _sample_co(blocks, offset, scale, shift, C, T, first, sub_block):
+    """A stripe of samples' share of ``(A - 1 shift^T)^T (s_c T_c)`` (features x B l) and,
+    ``first``, of ``(A - 1 shift^T)^T C`` and the per-feature counts and magnitudes."""
+    xp = backend.api(T)
+    mi, n = blocks[0].shape[0], sum(b.shape[1] for b in blocks)
+    B, _, l = T.shape
+    Ci = C[offset : offset + mi, :]
+    ST = xp.sqrt(Ci).T[:, :, None] * T[:, offset : offset + mi, :]
+    flat = xp.reshape(xp.permute_dims(ST, (1, 0, 2)), (mi, B * l))
+    out = None
+    for start, stop in sub_blocks(mi, n, sub_block):
+        xp, x, nan = _sub(blocks, 0, start, stop, scale)
+        if first:
+            missing, infinite, amax = _measure(xp, x, nan)
+        if shift is not None:
+            x = x - shift
+        part = Sums(x.T @ flat[start:stop, :])
+        if first:
+            part = Sums(part.product, None, x.T @ Ci[start:stop, :], missing, infinite, amax)
+        out = part if out is None else out + part
+    return out
+
+
+@quiet_overflow
+def _sample_apply(blocks, offset, scale, shift, C, G, corr, w, first, sub_block):
+    """A stripe of samples' rows of every ``B_c Y_c`` (B x m_i x l, from ``G = w Y_c``)
+    and, ``first``, its share of the ``||B_c||_F^2`` (less their mean's part)."""
+    xp = backend.api(G)
+    mi, n = blocks[0].shape[0], sum(b.shape[1] for b in blocks)
+    _, B, l = G.shape
+    Ci = C[offset : offset + mi, :]
+    flat = xp.reshape(G, (n, B * l))
+    rows, ss = [], 0.0
+    for start, stop in sub_blocks(mi, n, sub_block):
+        xp, x, _ = _sub(blocks, 0, start, stop, scale)
+        if shift is not None:
+            x = x - shift
+        Z = xp.reshape(x @ flat, (stop - start, B, l))
+        if corr is not None:
+            Z = Z - corr[None, :, :]
+        rows.append(xp.permute_dims(xp.sqrt(Ci[start:stop, :])[:, :, None] * Z, (1, 0, 2)))
+        if first:
+            sq = x**2 if w is None else (x**2) * (w**2)[None, :]
+            ss = ss + xp.sum(sq, axis=1) @ Ci[start:stop, :]
+    return Sums(None, ss if first else None), xp.concat(rows, axis=1)
+
+
+# ------------------------------------------------------------------ the passes
+
+
+def run_batch(reads: Reads, C, start, k: int, stop: Stopping, center: bool, keep: bool) -> Batch:
     """One batch of replicates: block Krylov on every ``B_c B_c^T`` in shared reads.
 
     ``C`` (m x B, host) the counts, column 0 the data's own (all ones);
@@ -262,24 +437,19 @@ def run_batch(
     samples (exact), or after ``stop.most`` passes. One more read gives the
     patterns.
     """
-    xp = reader.xp
+    xp = reads.xp
     m, B = C.shape
     l = start.shape[2]
-    counts = reader.put(C)
-    T = xp.stack([orth(reader.put(start[b])) for b in range(B)])
+    counts = reads.put(C)
+    T = xp.stack([orth(reads.put(start[b])) for b in range(B)])
     # the blocks after the first lie in the range of B_c, of dimension <= min(m, features)
-    space = min(m, l + min(m, reader.n_features))
+    space = min(m, l + min(m, reads.n_features))
     bases: list[list] = [[] for _ in range(B)]
     crosses: list[list] = [[] for _ in range(B)]
     active, ss, passes = list(range(B)), None, 0
     while True:
-        cols = counts if len(active) == B else xp.stack([counts[:, b] for b in active], axis=1)
-        flat, nan_counts = reader.read(apply_block, cols, T, center, ss is None)
-        size = len(active) * m * T.shape[2]
-        if ss is None:
-            reader.check_nan(flat[size + B :], nan_counts, m, locate)
-            ss = flat[size : size + B]
-        Z = xp.reshape(flat[:size], T.shape)
+        Z, first_ss = reads.product(counts, active, T, center, ss is None)
+        ss = first_ss if ss is None else ss
         for i, b in enumerate(active):
             bases[b].append(T[i, ...])
             crosses[b].append(Z[i, ...])
@@ -307,11 +477,13 @@ def run_batch(
         S.append(s)
         errors.append(e)
     U, S = xp.stack(U), xp.stack(S)
-    dots, parts = reader.read(patterns_block, counts, U, S, center, keep)
-    V = xp.concat(parts, axis=1)
+    dots, V = reads.patterns(counts, U, S, center, keep)
+    positive = ss > 0  # 0 / 0 is NaN, as in every result's explained_variance_ratio
+    ratio = xp.where(positive[:, None], S**2 / xp.where(positive, ss, 1.0)[:, None], xp.nan)
+    S, errors = reads.scaled_back(S, xp.stack(errors))
     # as the core decides; a space that fills the samples is exact (l - k < 10 only then)
     bounds = stopped == SPACE_FULL or estimates_are_bounds(True, l - k, passes - 1)
-    return Batch(S, ss, V, dots, U[0, ...], xp.stack(errors), passes, stopped, bounds)
+    return Batch(S, ratio, V, dots, U[0, ...], errors, passes, stopped, bounds)
 
 
 def _converged(bases: list, crosses: list, k: int, stop: Stopping) -> list[bool]:
