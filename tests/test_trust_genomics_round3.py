@@ -55,3 +55,114 @@ def test_cli_refuses_patterson_weights_over_the_variants(bed_prefix, tmp_path, c
     assert "allele frequencies are means over the samples" in err
     assert "--dim samples" in err or "dim='samples'" in err
     assert not out.exists()
+
+
+# ------------------------------------------------------------ item 7: clear errors
+
+
+def _pgen_file_set(prefix, n_var=800, n_samp=40):
+    pgenlib = pytest.importorskip("pgenlib", reason='needs pgenlib: pip install "xsvd[genomics]"')
+    calls = xsvd.datasets.genotypes(n_variants=n_var, n_samples=n_samp, seed=1).values
+    writer = pgenlib.PgenWriter(f"{prefix}.pgen".encode(), n_samp, n_var, False)
+    writer.append_biallelic_batch(np.ascontiguousarray(calls.astype(np.int8)))
+    writer.close()
+    rows = "".join(f"1\t{i + 1}\trs{i}\tA\tG\n" for i in range(n_var))
+    (prefix.parent / f"{prefix.name}.pvar").write_text("#CHROM\tPOS\tID\tREF\tALT\n" + rows)
+    psam = "#FID\tIID\tSEX\n" + "".join(f"f{i}\ts{i}\t1\n" for i in range(n_samp))
+    (prefix.parent / f"{prefix.name}.psam").write_text(psam)
+    return calls
+
+
+def test_truncated_pgen_is_an_error_naming_the_file(tmp_path):
+    prefix = tmp_path / "toy"
+    calls = _pgen_file_set(prefix)
+    np.testing.assert_array_equal(xsvd.open_pgen(prefix).values, calls)  # whole: fine
+    pgen = tmp_path / "toy.pgen"
+    pgen.write_bytes(pgen.read_bytes()[:-2000])
+    with pytest.raises(PlinkFileError, match=r"toy\.pgen.*truncated or damaged"):
+        xsvd.open_pgen(prefix)
+
+
+def test_damaged_pgen_block_is_an_error_naming_the_file(tmp_path):
+    """Damage after opening (the opening check cannot see it) surfaces when a chunk is read,
+    naming the file and the variants (which chunk fails first is the threads' choice)."""
+    prefix = tmp_path / "toy"
+    _pgen_file_set(prefix)
+    gt = xsvd.open_pgen(prefix, chunks=200)
+    (tmp_path / "toy.pgen").write_bytes((tmp_path / "toy.pgen").read_bytes()[:-2000])
+    with pytest.raises(PlinkFileError, match=r"toy\.pgen' cannot be read at variants \d+-\d+"):
+        gt.compute()
+
+
+@pytest.mark.parametrize("value", ["1000", True, [1000], np.nan])
+def test_tracy_widom_refuses_a_count_that_is_not_a_number(value):
+    eigenvalues = np.linspace(10, 1, 40)
+    with pytest.raises(ValueError, match="n_variants must be a number above 1"):
+        xsvd.tracy_widom(eigenvalues, n_variants=value)
+    assert xsvd.tracy_widom(eigenvalues, n_variants=1000).sizes["component"] == 40
+
+
+def _rewrite_line(path, number, edit):
+    lines = path.read_text().splitlines(keepends=True)
+    lines[number - 1] = edit(lines[number - 1])
+    path.write_text("".join(lines))
+
+
+def _drop_last_field(line):
+    return "\t".join(line.split()[:-1]) + "\n"
+
+
+def _drop_third_field(line):
+    fields = line.split()
+    return "\t".join(fields[:2] + fields[3:]) + "\n"
+
+
+@pytest.mark.parametrize("edit", [_drop_last_field, _drop_third_field], ids=["last", "middle"])
+@pytest.mark.parametrize("ext", [".bim", ".fam"])
+def test_bed_file_set_lines_with_a_missing_column_are_refused(bed_prefix, ext, edit):
+    path = bed_prefix.parent / f"toy{ext}"
+    _rewrite_line(path, 7, edit)
+    with pytest.raises(PlinkFileError, match=rf"toy\{ext}', line 7, has 5 field\(s\)"):
+        xsvd.open_plink(bed_prefix).compute()
+
+
+@pytest.mark.parametrize("edit", [_drop_last_field, _drop_third_field], ids=["last", "middle"])
+@pytest.mark.parametrize("ext", [".pvar", ".psam"])
+def test_pgen_file_set_lines_with_a_missing_column_are_refused(tmp_path, ext, edit):
+    prefix = tmp_path / "toy"
+    _pgen_file_set(prefix)
+    path = tmp_path / f"toy{ext}"
+    _rewrite_line(path, 8, edit)  # line 8: the 7th data line after the header
+    width = 5 if ext == ".pvar" else 3
+    with pytest.raises(PlinkFileError, match=rf"toy\{ext}', line 8, has {width - 1} field"):
+        xsvd.open_pgen(prefix)
+
+
+def test_fam_na_phenotype_is_kept_as_written(bed_prefix):
+    fam = bed_prefix.parent / "toy.fam"
+    _rewrite_line(fam, 3, lambda line: "\t".join([*line.split()[:5], "NA"]) + "\n")
+    assert xsvd.open_plink(bed_prefix).phenotype.values[2] == "NA"
+
+
+def test_duplicate_sample_ids_are_refused_in_one_family_and_warned_across(bed_prefix, tmp_path):
+    fam = bed_prefix.parent / "toy.fam"
+    original = fam.read_text()
+    lines = original.splitlines()
+    # the same family and id twice: refused, as PLINK 2 does
+    f4, i4 = lines[4].split()[:2]
+    _rewrite_line(fam, 10, lambda line: "\t".join([f4, i4, *line.split()[2:]]) + "\n")
+    with pytest.raises(PlinkFileError, match=rf"'{i4}' on lines 5 and 10\) in the same family"):
+        xsvd.open_plink(bed_prefix)
+    # one id in two families: a warning (selecting by id is ambiguous)
+    fam.write_text(original)
+    _rewrite_line(fam, 10, lambda line: "\t".join(["other", i4, *line.split()[2:]]) + "\n")
+    with pytest.warns(UserWarning, match="different families"):
+        gt = xsvd.open_plink(bed_prefix)
+    assert (gt.samples.values == i4).sum() == 2
+    # a .psam too
+    prefix = tmp_path / "p2"
+    _pgen_file_set(prefix)
+    psam = tmp_path / "p2.psam"
+    _rewrite_line(psam, 6, lambda line: "f2\ts2\t1\n")
+    with pytest.raises(PlinkFileError, match=r"'s2' on lines 4 and 6\) in the same family"):
+        xsvd.open_pgen(prefix)

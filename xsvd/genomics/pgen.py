@@ -21,18 +21,18 @@ from ..labeled.dims import SAMPLE_DIM_ATTR
 from .plink import (
     PGEN_SUFFIXES,
     PlinkFileError,
+    check_sample_ids,
     default_variant_chunk,
     file_set_paths,
+    malformed_line,
     missing_file_set,
+    sex_codes,
 )
 
 __all__ = ["open_pgen"]
 
 #: genotypes read from the .pgen and packed at a time, inside one chunk (4 MiB as int8)
 _READ_GENOTYPES = 1 << 22
-
-#: PLINK 2's sex codes (as :func:`~xsvd.open_plink` reads them): 1 male, 2 female, 0 unknown
-_SEX_CODES = {"1": 1, "m": 1, "male": 1, "2": 2, "f": 2, "female": 2}
 
 
 def open_pgen(path, *, chunks: int | None = None) -> xr.DataArray:
@@ -116,6 +116,8 @@ def open_pgen(path, *, chunks: int | None = None) -> xr.DataArray:
         ) from err
     try:
         held = reader.get_variant_ct()
+        if 0 < held == n_var:  # a truncated file reads up to its last variant
+            _read(reader, pgen, n_var - 1, n_var, np.empty((1, n_samp), dtype=np.int8))
     finally:
         reader.close()
     if held != n_var:
@@ -190,17 +192,27 @@ def _header(path: Path) -> tuple[list[str] | None, int]:
 
 
 def _table(path: Path, names: list[str], skip: int, wanted: list[str]):
+    """The ``wanted`` columns, as text; a line with a field too few is an error naming it
+    (the last column, read only as its length, is empty there)."""
     import pandas as pd
 
+    last = names[-1]
     try:
-        return pd.read_csv(
-            path, sep=r"\s+", header=None, names=names, usecols=wanted, skiprows=skip,
-            dtype=str, keep_default_na=False, comment=None,
+        t = pd.read_csv(
+            path, sep=r"\s+", header=None, names=names, usecols=list({*wanted, last}),
+            skiprows=skip, dtype={c: str for c in wanted},
+            converters={last: len} if last not in wanted else None,
+            keep_default_na=False, comment=None,
         )  # fmt: skip
     except pd.errors.EmptyDataError:
         return pd.DataFrame({c: np.array([], dtype=str) for c in wanted})
     except ValueError as err:
-        raise PlinkFileError(f"{str(path)!r} cannot be read as a PLINK 2 table: {err}") from err
+        bad = malformed_line(path, len(names), path.suffix, " ".join(names), skip)
+        text = f"{str(path)!r} cannot be read as a PLINK 2 table: {err}"
+        raise (bad or PlinkFileError(text)) from err
+    if ((t[last] == 0) | (t[last] == "")).any():
+        raise malformed_line(path, len(names), path.suffix, " ".join(names), skip)
+    return t[wanted]
 
 
 def _read_pvar(path: Path) -> dict:
@@ -263,12 +275,13 @@ def _read_psam(path: Path) -> dict:
         return np.where(np.isin(values, ("NA", "na", "nan", "")), default, values)
 
     sex = column("SEX", "0")
+    check_sample_ids(path, column("FID", "0"), t["IID"].to_numpy(dtype=str), skip)
     return {
         "samples": t["IID"].to_numpy(dtype=str),
         "family_id": column("FID", "0"),
         "father_id": column("PAT", "0"),
         "mother_id": column("MAT", "0"),
-        "sex": np.array([_SEX_CODES.get(v.strip().lower(), 0) for v in sex], dtype=np.int8),
+        "sex": sex_codes(sex),
         "phenotype": column(phenotypes[0], "-9") if phenotypes else np.full(n, "-9"),
     }
 
@@ -302,8 +315,22 @@ def _read_pgen_block(path: str, step: int, n_var: int, n: int, block_id=None):
         for a in range(0, count, rows):
             b = min(a + rows, count)
             part = buf[: b - a]
-            reader.read_range(start + a, start + b, part, allele_idx=1)  # ALT counts, -9 missing
+            _read(reader, path, start + a, start + b, part)
             out[a:b] = pack(part).data
     finally:
         reader.close()
     return PackedGenotypes(out, n)
+
+
+def _read(reader, path, start: int, stop: int, out) -> None:
+    """ALT counts (-9 missing) of variants ``start:stop`` into ``out``; pgenlib's bare error
+    codes become a :class:`PlinkFileError` that names the file."""
+    try:
+        reader.read_range(start, stop, out, allele_idx=1)
+    except RuntimeError as err:
+        where = f"variant {start}" if stop - start == 1 else f"variants {start}-{stop - 1}"
+        raise PlinkFileError(
+            f"{str(path)!r} cannot be read at {where} (pgenlib: {err}): "
+            "the file is truncated or damaged. Copy or write it again (e.g. `plink2 --pfile "
+            "PREFIX --make-pgen --out NEW` from a good copy)."
+        ) from err

@@ -10,6 +10,7 @@ bed-reader report them, float32 with NaN for missing calls.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Hashable
 from pathlib import Path
 
@@ -32,6 +33,9 @@ __all__ = [
     "missing_file_set",
     "BED_SUFFIXES",
     "PGEN_SUFFIXES",
+    "malformed_line",
+    "check_sample_ids",
+    "sex_codes",
 ]
 
 _BED_MAGIC = bytes([0x6C, 0x1B])
@@ -131,11 +135,13 @@ def _read_table(path: Path, columns, kind: str, dtypes: dict | None = None):
         )
     dtype = str if dtypes is None else {i: dtypes[c] for i, c in enumerate(columns)}
     try:
-        table = pd.read_csv(path, sep=r"\s+", header=None, dtype=dtype, comment=None)
+        table = pd.read_csv(
+            path, sep=r"\s+", header=None, dtype=dtype, comment=None, keep_default_na=False
+        )
     except pd.errors.EmptyDataError:
         table = pd.DataFrame([[]] * 0, columns=range(len(columns)))
     except (ValueError, TypeError) as exc:  # a column that is not numbers, or too few columns
-        raise PlinkFileError(
+        raise malformed_line(path, len(columns), kind, ", ".join(columns)) or PlinkFileError(
             f"{str(path)!r} cannot be read as a {kind} file, whose {len(columns)} columns are "
             f"{', '.join(columns)}: {exc}"
         ) from exc
@@ -145,7 +151,60 @@ def _read_table(path: Path, columns, kind: str, dtypes: dict | None = None):
             f"{len(columns)}: {', '.join(columns)}."
         )
     table.columns = list(columns)
+    short = table.isna() | (table == "")  # a line with fewer fields leaves its last ones empty
+    if short.to_numpy().any():
+        raise malformed_line(path, len(columns), kind, ", ".join(columns)) or PlinkFileError(
+            f"{str(path)!r} has an empty field; a {kind} line has {', '.join(columns)}."
+        )
     return table
+
+
+def malformed_line(path: Path, width: int, kind: str, columns: str, skip: int = 0):
+    """The :class:`PlinkFileError` for the first data line of ``path`` (after ``skip`` lines)
+    with another number of fields than ``width``, naming the file, the line and its text;
+    None when every line has ``width`` fields."""
+    with open(path) as f:
+        for number, line in enumerate(f, start=1):
+            fields = line.split()
+            if number > skip and fields and len(fields) != width:
+                return PlinkFileError(
+                    f"{str(path)!r}, line {number}, has {len(fields)} field(s) where a {kind} "
+                    f"line has {width} ({columns}): {line.strip()[:200]!r}. A column is "
+                    "missing (PLINK refuses the file too): fix or remove the line, or "
+                    "rewrite the file set with plink2."
+                )
+    return None
+
+
+def check_sample_ids(path: Path, families, ids, skip: int = 0) -> None:
+    """Refuse a sample listed twice (the same family and sample id), as PLINK 2 does; warn
+    when one sample id is in several families (``sel`` by id is then ambiguous)."""
+    pairs = np.char.add(np.char.add(np.asarray(families, dtype=str), "\t"), ids)
+    for values, same_family in ((pairs, True), (np.asarray(ids, dtype=str), False)):
+        _, first, counts = np.unique(values, return_index=True, return_counts=True)
+        if not (counts > 1).any():
+            continue
+        twice = np.sort(first[counts > 1])
+        i = int(twice[0])
+        j = int(np.flatnonzero(values == values[i])[1])
+        shown = ", ".join(repr(str(ids[t])) for t in twice[:5])
+        message = (
+            f"{str(path)!r} lists {len(twice)} sample id(s) more than once (e.g. {shown}; "
+            f"{str(ids[i])!r} on lines {skip + i + 1} and {skip + j + 1})"
+        )
+        if same_family:
+            raise PlinkFileError(
+                message + " in the same family, which PLINK 2 refuses too: give each sample "
+                "its own id in the file (e.g. a suffix to the IID of a sample typed twice)."
+            )
+        warnings.warn(
+            message + " in different families: the `samples` coordinate is not unique, so "
+            "selecting by id (`sel`) is ambiguous. Select by position (`isel`) or give each "
+            "sample its own id.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return
 
 
 def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
@@ -212,6 +271,7 @@ def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
         raise missing_file_set(path)
     variants = _read_table(bim, _BIM_COLUMNS, ".bim", _BIM_DTYPES)
     samples = _read_table(fam, _FAM_COLUMNS, ".fam")
+    check_sample_ids(fam, samples["family_id"].to_numpy(str), samples["samples"].to_numpy(str))
     n_var, n_samp = len(variants), len(samples)
     row_bytes = (n_samp + 3) // 4
     with open(bed, "rb") as f:
@@ -260,7 +320,7 @@ def open_plink(path, *, chunks: int | None = None) -> xr.DataArray:
         if col != "samples":
             values = samples[col].to_numpy(dtype=str)
             if col == "sex":
-                values = _sex_codes(values)
+                values = sex_codes(values)
             coords[col] = ("samples", values)
     attrs = {
         "source": str(bed),
@@ -405,7 +465,7 @@ def check_padding(bed: Path, n_var: int, n_samp: int, fam: Path) -> None:
 _SEX_CODES = {"1": 1, "m": 1, "male": 1, "2": 2, "f": 2, "female": 2}
 
 
-def _sex_codes(values) -> np.ndarray:
+def sex_codes(values) -> np.ndarray:
     """The ``.fam`` sex column as PLINK's codes 1 (male), 2 (female), 0 (unknown), int8."""
     return np.array([_SEX_CODES.get(str(v).strip().lower(), 0) for v in values], dtype=np.int8)
 

@@ -321,8 +321,16 @@ def tracy_widom(
     """
     from ..labeled.result import SVDResult
 
-    if n_variants is not None and not (np.isscalar(n_variants) and n_variants > 1):
-        raise ValueError(f"n_variants must be a number above 1, got {n_variants!r}.")
+    if n_variants is not None and not (
+        isinstance(n_variants, int | float | np.integer | np.floating)
+        and not isinstance(n_variants, bool)
+        and n_variants > 1
+    ):
+        raise ValueError(
+            f"n_variants must be a number above 1 (the effective number of markers), got "
+            f"{n_variants!r}; pass a number, e.g. `n_variants=int(text)` for a count read "
+            "as text."
+        )
     if isinstance(min_remaining, bool) or not isinstance(min_remaining, int | np.integer):
         raise ValueError(f"min_remaining must be an integer, got {min_remaining!r}.")
     if isinstance(eigenvalues, SVDResult):
