@@ -27,9 +27,10 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend, fix_signs
+from ..core.common import variance_ratio
 from ..core.options import CompressedOptions, takes_options
 from ..core.randomized.operator import operator_svd
-from ..labeled.base import Result, component_array, errors_part, ratio
+from ..labeled.base import Result, component_array, errors_part
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
 from .fields import Field, operator_options, prepare_field
@@ -153,6 +154,9 @@ def extended_eof(
         )
         U, S, V, errors = f.here(res.U), f.here(res.S), f.here(res.V), res.errors
         settings.update(passes=res.passes, seed=given.seed, error_bounds=res.bounds)
+    # the field was decomposed scaled by a power of two: S back in the data's units
+    S, errors = f.unscaled(S), np.array(backend.to_numpy(errors), dtype=float)
+    errors[:, 0] = f.unscaled(errors[:, 0])
     settings["k"] = int(k)
     parts = _labeled_parts(f, emb, U, S, V, errors)
     record = {"settings": settings, "n_rows": emb.N, "units": describe_units(f.units)}
@@ -162,10 +166,11 @@ def extended_eof(
 class Embedding:
     """The embedded matrix ``E_c D`` of a :class:`~.fields.Field` as an operator.
 
-    ``means`` (n x L, host): each feature's mean over each lag's window, of
-    the data centered by the field's mean (exact for constant shifts), read
-    once with the windows' sums of squares (for the total variance);
-    ``shifts`` (L x n): each lag's ``D mu_j``, where the data are. The
+    ``shifts`` (L x n, host): each feature's weighted mean over each lag's
+    window, ``D mu_j``, of the data centered by the field's mean (exact for
+    constant shifts), read once with the windows' sums of squares (for
+    ``total``, the sum of squares of ``E_c D``); ``on_data``: the same where
+    the data are. As the field's, ``D`` includes ``2**field.exponent``. The
     products take and give small matrices (the solver's, on the host) and
     work where the data are.
     """
@@ -178,11 +183,11 @@ class Embedding:
         for j in range(L):
             R[j * tau : j * tau + self.N, j] = 1.0
         sums, squares = _window_sums(field, R)
-        # each column's mean over its window (of the data centered by the field's mean)
-        self.means = sums / self.N if center else np.zeros_like(sums)
-        d2 = field.scale[:, None] ** 2
-        self.total = float((d2 * (squares - self.N * self.means**2)).sum())
-        self.shifts = field.here((self.means * field.scale[:, None]).T)
+        # each column's weighted mean over its window (of the data centered by the field's)
+        means = sums / self.N if center else np.zeros_like(sums)
+        self.total = float((squares - self.N * means**2).sum())
+        self.shifts = means.T
+        self.on_data = field.here(self.shifts)
 
     def matmat(self, W):
         """``E_c D W`` (N x l), one read."""
@@ -193,8 +198,7 @@ class Embedding:
         out = f.zeros((N, l))
         for j in range(L):
             out += Y[j * tau : j * tau + N, j * l : (j + 1) * l]
-        dmu = (self.means * f.scale[:, None]).T  # L x n: each lag's D mu_j
-        return out - f.here(np.einsum("jn,jnl->l", dmu, blocks))[None, :]
+        return out - f.here(np.einsum("jn,jnl->l", self.shifts, blocks))[None, :]
 
     def rmatmat(self, Tm):
         """``D E_c^T T`` (L n x l), one read."""
@@ -210,7 +214,7 @@ class Embedding:
         )
         out = f.t_times(placed)  # n x (L l), D (X - 1 m^T)^T
         out = xp.permute_dims(xp.reshape(out, (n, L, l)), (1, 0, 2))  # L x n x l
-        correction = self.shifts[:, :, None] * xp.sum(Tm, axis=0)[None, None, :]
+        correction = self.on_data[:, :, None] * xp.sum(Tm, axis=0)[None, None, :]
         return xp.reshape(out - correction, (L * n, l))
 
     def formed(self):
@@ -221,20 +225,21 @@ class Embedding:
         else:
             B = xp.concat([b for _, b in f.blocks()], axis=1)
         tau, N = self.tau, self.N
-        parts = [B[j * tau : j * tau + N, :] - self.shifts[j, :][None, :] for j in range(self.L)]
+        parts = [B[j * tau : j * tau + N, :] - self.on_data[j, :][None, :] for j in range(self.L)]
         return xp.concat(parts, axis=1)
 
 
 def _window_sums(f: Field, R):
-    """Per feature and window, on the host: the sums and sums of squares of ``X - 1 m^T``
-    (n x L each), one read (a Dask field streams: the sums over its chunks)."""
+    """Per feature and window, on the host: the sums and sums of squares of ``(X - 1 m^T) D``
+    (n x L each, near 1 at any magnitude: ``D`` includes the field's power of two), one read
+    (a Dask field streams: the sums over its chunks)."""
     Rd = f.here(R)
     if backend.is_dask(f.data):
-        x = f.data.astype(np.float64) - f.on_data.mean[None, :]
+        x = f.centered()
         sums, squares = backend.compute(x.T @ Rd, (x**2).T @ Rd)
     else:
-        sums = f.t_times(Rd, weighted=False)
-        squares = f.xp.concat([(b**2).T @ Rd for _, b in f.blocks(weighted=False)], axis=0)
+        sums = f.t_times(Rd)
+        squares = f.xp.concat([(b**2).T @ Rd for _, b in f.blocks()], axis=0)
     return backend.to_numpy(sums), backend.to_numpy(squares)
 
 
@@ -297,9 +302,12 @@ class ExtendedEOFResult(Result):
 
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
-        """Each component's share of the embedded matrix's total sum of squares."""
+        """Each component's share of the embedded matrix's total sum of squares (right at
+        any magnitude, also where ``total_variance`` is beyond float64)."""
         S = self.singular_values.data
-        share = backend.transfer(ratio(S, self.total_variance.data), S)  # where S is
+        total, norm = (float(self._parts[p]) for p in ("total_variance", "total_norm"))
+        share = variance_ratio(backend.to_numpy(S), total, norm)
+        share = backend.transfer(np.asarray(share, dtype=float), S)  # where S is
         out = self.singular_values.copy(data=share)
         return out.rename("explained_variance_ratio").assign_attrs(units="1")
 
@@ -329,10 +337,16 @@ def _labeled_parts(f: Field, emb: Embedding, U, S, V, errors) -> dict:
     scores = xp.concat([backend.astype(U, np.float64, copy=False), incomplete], axis=0)
     S = component_array(S, "singular_values")
     S = S.copy(data=f.here(S.values))
+    with np.errstate(over="ignore", under="ignore"):  # the sum of squares beyond float64
+        totals = {  # in the data's units; the norm is in range where the square is not
+            "total_variance": float(f.unscaled(np.float64(emb.total), 2)),
+            "total_norm": float(f.unscaled(np.float64(emb.total) ** 0.5)),
+        }
+    totals = {name: xr.DataArray(value, name=name) for name, value in totals.items()}
     return {
         "singular_values": S,
         "U": f.layout.label_samples(scores, "U"),
         "patterns": patterns,
         "errors": errors_part(S, errors),
-        "total_variance": xr.DataArray(emb.total, name="total_variance"),
+        **totals,
     }

@@ -40,9 +40,10 @@ from ..core.missing import (
     check_nan_counts,
 )
 from ..core.options import CompressedOptions, split_options
+from ..core.randomized.magnitude import times_power_of_two
 from ..labeled import units as _units
 from ..labeled.layout import Layout
-from ..labeled.preprocess import weights_vector
+from ..labeled.preprocess import constant_tolerance, weights_vector
 
 __all__ = [
     "covariance_units",
@@ -78,10 +79,16 @@ class Field:
     """A field's matrix ``X`` (samples x kept features) and ``B = (X - 1 mu^T) diag(d)``.
 
     ``mean`` is ``mu`` (zeros without centering), ``scale`` the diagonal
-    ``d`` (weights, over the standard deviations with ``standardize``),
-    ``std`` the features' standard deviations (``ddof=0``, for correlations),
-    ``kept`` which features of the layout are in ``data``: host (NumPy)
-    vectors; ``on_data`` holds them in the memory of the data.
+    ``d`` (weights, over the standard deviations with ``standardize``, times
+    ``2**exponent``), ``std`` the features' standard deviations (``ddof=0``,
+    for correlations; 0 for a constant feature, by the rule of
+    :func:`xsvd.labeled.preprocess.standardized_weights`), ``kept`` which
+    features of the layout are in ``data``: host (NumPy) vectors; ``on_data``
+    holds them in the memory of the data. ``exponent``: the power of two that
+    brings the largest weighted column to ``[0.5, 1)`` (data of any
+    magnitude: the products, and the squares of two fields' products, neither
+    overflow nor underflow), so that ``B`` here is
+    ``2**exponent`` times the data's; :meth:`unscaled` takes results back.
     """
 
     layout: Layout
@@ -93,6 +100,7 @@ class Field:
     dtype: Any
     on_data: OnData
     units: Any = None
+    exponent: int = 0
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -111,6 +119,11 @@ class Field:
         if backend.is_cupy(x) and backend.is_cupy(like):
             return x
         return backend.transfer(x, like)
+
+    def unscaled(self, x, power: int = 1):
+        """``x`` (of ``power`` factors of ``B``) in the data's units: times
+        ``2**(-power * exponent)``, exact."""
+        return times_power_of_two(x, -power * self.exponent)
 
     def zeros(self, shape):
         """float64 zeros in the memory of the data."""
@@ -209,6 +222,8 @@ class Field:
         xp = self.xp
         s = _float64(self.here(scores))
         s = s - xp.mean(s, axis=0)
+        top = xp.max(xp.abs(s), axis=0)
+        s = s / xp.where(top > 0, top, 1.0)[None, :]  # near 1: no overflow at any magnitude
         cov = self.t_times(s, weighted=False)
         spread = self.on_data.std * float(np.sqrt(self.shape[0]))
         norm = xp.sqrt(xp.sum(s**2, axis=0))[None, :] * spread[:, None]
@@ -346,7 +361,7 @@ def prepare_field(
     if kind.kind != "f" and not backend.is_dask(a) and not backend.is_numpy(a):
         a = backend.astype(a, np.float64)  # a device's products take no integers
     w = weights_vector(layout, weights)
-    nans, infinite, mean, var = _moments(a)
+    nans, infinite, mean, amax, spread = _moments(a)
     located = layout.feature_locator()
 
     def locate(idx) -> str:
@@ -362,11 +377,19 @@ def prepare_field(
         ) from None
     if not kept.any():
         raise ValueError(f"The {what} are NaN everywhere: no feature to decompose.")
-    std = np.sqrt(var[kept])
+    amax, spread = amax[kept], spread[kept]
+    # the one rule of constant features (docs/input-rules.md): a standard deviation at
+    # rounding level of the largest value is 0
+    std = np.where(spread > constant_tolerance(kind, a.shape[0]), spread * amax, 0.0)
     scale = np.ones(int(kept.sum())) if w is None else w[kept]
     if standardize:
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):
             scale = np.where(std > 0, scale / np.where(std > 0, std, 1), 0.0)
+    dtype = np.float32 if kind == np.float32 else np.float64
+    with np.errstate(over="ignore"):  # the largest weighted column, brought to [0.5, 1)
+        top = float(np.max(amax * np.abs(scale)))
+    exponent = -int(np.frexp(top)[1]) if 0 < top < np.inf else 0  # exact: a power of two
+    scale = times_power_of_two(scale, exponent)
     idx = np.flatnonzero(kept)
     if kept.all():
         data = a
@@ -374,10 +397,9 @@ def prepare_field(
         data = a[:, idx]
     else:
         data = backend.api(a).take(a, backend.transfer(idx, a), axis=1)
-    dtype = np.float32 if kind == np.float32 else np.float64
     mean = mean[kept] if center else np.zeros(int(kept.sum()))
     on_data = OnData(*(backend.transfer(v, a) for v in (mean, scale, std, kept)))
-    return Field(layout, data, kept, mean, scale, std, dtype, on_data, units)
+    return Field(layout, data, kept, mean, scale, std, dtype, on_data, units, exponent)
 
 
 def covariance_units(fl: Field, fr: Field) -> dict | None:
@@ -392,21 +414,12 @@ def covariance_units(fl: Field, fr: Field) -> dict | None:
 
 
 def _moments(a):
-    """Per feature, on the host: NaN count, whether any value is infinite, and the mean and
-    variance (``ddof=0``) of the present values (one read)."""
+    """Per feature, on the host: NaN count, whether any value is infinite, the mean, the
+    largest magnitude ``max|x|`` and the standard deviation (``ddof=0``) over it, of the
+    present values (one read; the deviations are taken in units of ``max|x|``, so that
+    data of any magnitude neither overflow nor underflow)."""
     if backend.is_dask(a):
-        import dask.array as da
-
-        x = a.astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            parts = backend.compute(
-                da.isnan(x).sum(axis=0),
-                da.isinf(x).any(axis=0),
-                da.nanmean(x, axis=0),
-                da.nanvar(x, axis=0),
-            )
-        nans, infinite, mean, var = (backend.to_numpy(p) for p in parts)
-        return nans, infinite, mean, var
+        return _lazy_moments(a)
     xp = backend.api(a)
     m, n = a.shape
     step = max(1, BLOCK_VALUES // max(m, 1))
@@ -415,22 +428,43 @@ def _moments(a):
         x = backend.astype(a[:, j : min(n, j + step)], np.float64)
         missing = xp.isnan(x)
         nans = _float64(xp.count_nonzero(missing, axis=0))
-        infinite = _float64(xp.any(xp.isinf(x), axis=0))
         count = m - nans
         present = count > 0
         divisor = xp.where(present, count, 1.0)
         x = xp.where(missing, 0.0, x)
-        mu = xp.sum(x, axis=0) / divisor  # as np.nanmean and np.nanvar
+        amax = xp.max(xp.abs(x), axis=0)
+        mu = xp.sum(x, axis=0) / divisor  # as np.nanmean
         with np.errstate(invalid="ignore", over="ignore"):  # inf: refused after the read
-            x = xp.where(missing, 0.0, x - mu)
-            var = xp.sum(x * x, axis=0) / divisor
-        rows.append(
-            xp.stack(
-                [nans, infinite, xp.where(present, mu, np.nan), xp.where(present, var, np.nan)]
-            )
+            x = xp.where(missing, 0.0, (x - mu) / xp.where(amax > 0, amax, 1.0))
+            spread = xp.sqrt(xp.sum(x * x, axis=0) / divisor)
+        infinite = _float64(xp.isinf(amax))
+        rows.append(xp.stack([nans, infinite, xp.where(present, mu, np.nan), amax, spread]))
+    nans, infinite, mean, amax, spread = backend.to_numpy(xp.concat(rows, axis=1))  # one move
+    return nans, infinite > 0, mean, amax, spread
+
+
+def _lazy_moments(a):
+    """:func:`_moments` of a Dask array: one read, and one more for the spreads only where a
+    feature's squares leave float64's range (magnitudes beyond about 1e+-120)."""
+    import dask.array as da
+
+    x = a.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        parts = backend.compute(
+            da.isnan(x).sum(axis=0),
+            da.isinf(x).any(axis=0),
+            da.nanmean(x, axis=0),
+            da.nanmax(da.fabs(x), axis=0),
+            da.nanvar(x, axis=0),
         )
-    nans, infinite, mean, var = backend.to_numpy(xp.concat(rows, axis=1))  # one move
-    return nans, infinite > 0, mean, var
+        nans, infinite, mean, amax, var = (backend.to_numpy(p) for p in parts)
+        safe = np.where(amax > 0, amax, 1.0)
+        if ((amax > 2.0**400) | ((amax > 0) & (amax < 2.0**-400))).any():
+            (var,) = backend.compute(da.nanvar(x / safe, axis=0))  # in units of max|x|
+            spread = np.sqrt(backend.to_numpy(var))
+        else:
+            spread = np.sqrt(var) / safe
+    return nans, infinite, mean, amax, spread
 
 
 def operator_options(options: dict, where: str, method: str) -> CompressedOptions:

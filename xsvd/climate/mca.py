@@ -25,9 +25,10 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend, fix_signs
+from ..core.common import variance_ratio
 from ..core.options import CompressedOptions, takes_options
 from ..core.randomized.operator import fused_operator_svd
-from ..labeled.base import Result, component_array, errors_part, ratio
+from ..labeled.base import Result, component_array, errors_part
 from .fields import (
     Field,
     check_same_memory,
@@ -140,7 +141,10 @@ def mca(
     (every sample; a Dask field's blocks are computed one at a time, so a
     lazy input is never loaded whole; memory ``n**2`` and one block), or
     from ``C`` where it has at most ``n**2`` values
-    (:func:`total_squared_covariance`).
+    (:func:`covariance_norm`). The fields are each multiplied by a power of two
+    (exact) that brings their weighted data near 1 before any product, and
+    the results scaled back: data of any magnitude neither overflow nor
+    underflow in the products (float32 at 1e20 or 1e-25 as float64 at 1e200).
 
     On a device (CuPy) the products, patterns, scores and ``S`` stay there;
     only the small matrices of the solver cross to the host and back.
@@ -183,7 +187,7 @@ def mca(
         P, S, Q = P[:, :k], S_all[:k], Qt[:k, :].T
         P, Q = fix_signs(P, Q)
         errors = np.zeros((k, 3))
-        total = backend.to_scalar(fl.xp.sum(S_all**2))
+        norm = backend.to_scalar(fl.xp.sum(S_all**2)) ** 0.5
     else:
         scale = 1.0 / (n - 1)
 
@@ -204,7 +208,7 @@ def mca(
             dtype=dtype,
         )
         # the small host results back where the data are
-        P, S, Q, errors, total = fl.here(res.U), fl.here(res.S), fr.here(res.V), res.errors, None
+        P, S, Q, errors, norm = fl.here(res.U), fl.here(res.S), fr.here(res.V), res.errors, None
         settings.update(
             passes=res.passes,
             n_oversamples=given.n_oversamples,
@@ -212,29 +216,36 @@ def mca(
             error_bounds=res.bounds,
         )
     settings["k"] = k
+    # the fields were decomposed each scaled by a power of two: S back in the data's units
+    S, errors = fr.unscaled(fl.unscaled(S)), np.array(backend.to_numpy(errors), dtype=float)
+    errors[:, 0] = fr.unscaled(fl.unscaled(errors[:, 0]))
     S = component_array(S, "singular_values", {"long_name": "singular values"})
     S = S.copy(data=fl.here(S.values))
     parts = {
         "singular_values": S,
         "left_patterns": fl.layout.label_features(fl.full(P), "left_patterns"),
         "right_patterns": fr.layout.label_features(fr.full(Q), "right_patterns"),
-        "left_scores": fl.layout.label_samples(fl.times(P), "left_scores"),
-        "right_scores": fr.layout.label_samples(fr.times(Q), "right_scores"),
+        "left_scores": fl.layout.label_samples(fl.unscaled(fl.times(P)), "left_scores"),
+        "right_scores": fr.layout.label_samples(fr.unscaled(fr.times(Q)), "right_scores"),
         "errors": errors_part(S, errors),
     }
-    if total is not None:
-        parts["total"] = xr.DataArray(total, name="total_squared_covariance")
+    if norm is not None:
+        parts["total_norm"] = _norm_part(fr.unscaled(fl.unscaled(norm)))
     record = {"settings": settings, "n_samples": n, "units": covariance_units(fl, fr)}
     return MCAResult(parts, record, (fl, fr))
 
 
 def _check_samples(left, right, fl: Field, fr: Field) -> None:
+    # the advice aligns the samples only: a plain `xr.align` would also intersect the
+    # coordinates of two grids that share dim names (a 1-degree field cut to 2-degree points)
+    features = sorted({*fl.layout.feature_dims, *fr.layout.feature_dims}, key=str)
+    align = f"`left, right = xr.align(left, right, join='inner', exclude={features!r})`"
     if fl.layout.sample_dims != fr.layout.sample_dims or fl.shape[0] != fr.shape[0]:
         raise ValueError(
             f"left and right must share the sample dimension(s): left has "
             f"{dict(zip(fl.layout.sample_dims, fl.layout.sample_shape, strict=True))}, right "
             f"{dict(zip(fr.layout.sample_dims, fr.layout.sample_shape, strict=True))}. "
-            "Select the same samples in both, e.g. `xr.align(left, right, join='inner')`."
+            f"Select the same samples in both, e.g. {align} (the samples only)."
         )
     for d in fl.layout.sample_dims:
         if (
@@ -243,8 +254,8 @@ def _check_samples(left, right, fl: Field, fr: Field) -> None:
             and not left.indexes[d].equals(right.indexes[d])
         ):
             raise ValueError(
-                f"left and right have different {d!r} coordinates. Align them first, e.g. "
-                "`left, right = xr.align(left, right, join='inner')`."
+                f"left and right have different {d!r} coordinates. Align the samples first, "
+                f"e.g. {align}."
             )
 
 
@@ -268,9 +279,9 @@ def _formed(f: Field):
     return f.xp.concat([b for _, b in f.blocks()], axis=1)
 
 
-def total_squared_covariance(fl: Field, fr: Field) -> float:
-    """``||C||_F**2``, exactly, streaming: ``C`` is never formed where it is larger than the
-    Gram matrix over the samples.
+def covariance_norm(fl: Field, fr: Field) -> float:
+    """``||C||_F`` (in the data's units), exactly, streaming: ``C`` is never formed where
+    it is larger than the Gram matrix over the samples.
 
     Where ``C`` (``a x b`` values) is no larger than ``n**2``, from ``C`` formed
     (:func:`cross_covariance`; then also fewer operations). Otherwise
@@ -284,7 +295,7 @@ def total_squared_covariance(fl: Field, fr: Field) -> float:
     n, a, b = fl.shape[0], fl.shape[1], fr.shape[1]
     if a * b <= n * n:
         C = cross_covariance(fl, fr)
-        return backend.to_scalar(fl.xp.sum(C * C))
+        return fr.unscaled(fl.unscaled(backend.to_scalar(fl.xp.sum(C * C)) ** 0.5))
     G = _gram(fl)
     total = fl.zeros(())
     for _, block in fr.blocks():
@@ -293,7 +304,11 @@ def total_squared_covariance(fl: Field, fr: Field) -> float:
         part *= G
         total += fl.xp.sum(part)
         del part
-    return backend.to_scalar(total) / (n - 1) ** 2
+    return fr.unscaled(fl.unscaled(backend.to_scalar(total) ** 0.5 / (n - 1)))
+
+
+def _norm_part(norm: float) -> xr.DataArray:
+    return xr.DataArray(float(norm), name="total_norm", attrs={"long_name": "||C||_F"})
 
 
 def _gram(f: Field):
@@ -372,22 +387,27 @@ class MCAResult(Result):
 
     @property
     def total_squared_covariance(self) -> float:
-        """``||C||_F**2``, the sum of all squared singular values (computed on first use)."""
-        if self._parts.get("total") is None:
+        """``||C||_F**2``, the sum of all squared singular values (computed on first use;
+        ``inf`` or 0 where it is beyond float64, the fractions are still right)."""
+        with np.errstate(over="ignore", under="ignore"):
+            return float(np.float64(self._total_norm()) ** 2)
+
+    def _total_norm(self) -> float:
+        if self._parts.get("total_norm") is None:
             if self._fields is None:
                 raise ValueError(_NO_FIELDS.format(what="the total squared covariance"))
-            value = total_squared_covariance(*self._fields)
-            self._parts["total"] = xr.DataArray(value, name="total_squared_covariance")
-        return float(self._parts["total"])
+            self._parts["total_norm"] = _norm_part(covariance_norm(*self._fields))
+        return float(self._parts["total_norm"])
 
     @property
     def squared_covariance_fraction(self) -> xr.DataArray:
         """Each mode's share of the squared covariance, ``S**2 / ||C||_F**2``."""
         S = self.singular_values.data
-        frac = backend.transfer(ratio(S, self.total_squared_covariance), S)  # where S is
+        norm = self._total_norm()
+        frac = variance_ratio(backend.to_numpy(S), self.total_squared_covariance, norm)
         attrs = {"long_name": "squared covariance fraction", "units": "1"}
         return (
-            self.singular_values.copy(data=frac)
+            self.singular_values.copy(data=backend.transfer(np.asarray(frac, float), S))
             .rename("squared_covariance_fraction")
             .assign_attrs(attrs)
         )
@@ -457,7 +477,7 @@ class MCAResult(Result):
         covariance (computed first where not yet known: one read of each field) and the
         correlation maps where they were computed."""
         if self._fields is not None:
-            _ = self.total_squared_covariance
+            self._total_norm()
         return super().to_dataset()
 
 
