@@ -1,4 +1,4 @@
-"""The analytic signal of a field's columns, and its products, a block of features at a time.
+"""The analytic signal of a field's columns, its transform as an operator, and block products.
 
 A block is every sample of some features (the transform runs along the
 samples, so it needs each series whole), as a 2-D array of any array-API
@@ -7,15 +7,19 @@ uses the arrays' own namespace (:func:`xsvd.core.backend.api`), so a block
 on a device stays there; the FFT is the standard's ``fft`` extension
 (``rfft``/``irfft``).
 
-With ``P = (X - 1 mu^T) diag(d)`` (the centered, weighted block) and
-``Q = H[P]`` (its Hilbert transform along the samples), the analytic signal
-is ``Z = P + iQ``. The products of :func:`block_products` are those of the
-real form ``R = [[P, -Q], [Q, P]]`` of ``Z``, computed with four real
-products of ``X`` and ``Q`` (centering and weights as rank-one and diagonal
-corrections), never with a formed ``R`` or a complex copy of the block:
+With ``P = (X - 1 mu^T) diag(d)`` (the centered, weighted data) and ``Q =
+H P`` (``H``, the ``m x m`` Hilbert transform along the samples, a linear
+map: :func:`hilbert_transform`, its transpose :func:`hilbert_adjoint`), the
+analytic signal is ``Z = P + iQ``. The products of its real form ``R =
+[[P, -Q], [Q, P]]`` need only ``P``'s, with ``H`` applied to the small
+blocks on the sample side:
 
-- ``R^T [T1; T2] = [Re(Z^H Tc); Im(Z^H Tc)]``, ``Tc = T1 + i T2``;
-- ``R [W1; W2] = [Re(Z Wc); Im(Z Wc)]``, ``Wc = W1 + i W2``.
+- ``R^T [T1; T2] = P^T [T1 + H^T T2, T2 - H^T T1]`` (one product with the data);
+- ``R [W1; W2] = [C1 - H C2; H C1 + C2]`` with ``[C1, C2] = P [W1, W2]`` (one).
+
+So neither ``Q`` nor a complex copy of the data is ever formed, the data are
+read as they are stored (any chunks: no series needs to be whole), and a
+product costs two real products of the data's size, not four.
 """
 
 from __future__ import annotations
@@ -30,9 +34,9 @@ __all__ = [
     "SLOW_PRIME",
     "analytic_signal",
     "hilbert_transform",
+    "hilbert_adjoint",
     "column_stats",
     "centered",
-    "transformed",
     "block_products",
 ]
 
@@ -47,6 +51,17 @@ FFT_COLUMNS = 32
 #: of 3,000 samples (8,998 = 2 x 11 x 409) in 0.62 s instead of 0.80 s per 512 columns
 #: (measured on 2 cores; a factor of 83, 6,142 samples, is faster as it is).
 SLOW_PRIME = 100
+
+
+def _taper(x, padding: str, decay_factor: float):
+    """``(pad, damp)``: samples added at each end and their damping (``padding="exp"``)."""
+    if padding not in ("exp", "none"):
+        raise ValueError(f"padding must be 'exp' or 'none', got {padding!r}.")
+    n = x.shape[0]
+    pad = min(PAD_LENGTHS * n, max(n - 1, 0)) if padding == "exp" else 0
+    xp = backend.api(x)
+    j = xp.arange(1, pad + 1, dtype=xp.float64, device=backend.device(x))
+    return pad, xp.exp(-j / (decay_factor * n))[:, None]
 
 
 def hilbert_transform(x, *, padding: str = "exp", decay_factor: float = 0.2):
@@ -64,37 +79,54 @@ def hilbert_transform(x, *, padding: str = "exp", decay_factor: float = 0.2):
     """
     xp = backend.api(x)
     n = x.shape[0]
-    if padding == "exp":
-        pad = min(PAD_LENGTHS * n, max(n - 1, 0))
-        j = xp.arange(1, pad + 1, dtype=xp.float64, device=backend.device(x))
-        damp = xp.exp(-j / (decay_factor * n))[:, None]
+    pad, damp = _taper(x, padding, decay_factor)
+    if pad:
         head = xp.flip(x[1 : pad + 1, :], axis=0) * xp.flip(damp, axis=0)
         tail = xp.flip(x[n - 1 - pad : n - 1, :], axis=0) * damp
-        series, start = xp.concat([head, x, tail], axis=0), pad
-    elif padding == "none":
-        series, start = x, 0
-    else:
-        raise ValueError(f"padding must be 'exp' or 'none', got {padding!r}.")
+        x = xp.concat([head, x, tail], axis=0)
+    return _circular(x, pad, n)
+
+
+def hilbert_adjoint(y, *, padding: str = "exp", decay_factor: float = 0.2):
+    """``H^T y``: the transpose of :func:`hilbert_transform` (same arguments), applied to
+    each column of ``y``. The periodic transform is antisymmetric (``H^T = -H``); the
+    padding's extension is folded back onto the samples it copied."""
+    xp = backend.api(y)
+    n = y.shape[0]
+    pad, damp = _taper(y, padding, decay_factor)
+    if not pad:
+        return -_circular(y, 0, n)
+    zeros = xp.zeros((pad, y.shape[1]), dtype=y.dtype, device=backend.device(y))
+    h = -_circular(xp.concat([zeros, y, zeros], axis=0), 0, n + 2 * pad)
+    rest = xp.zeros((n - 1 - pad, y.shape[1]), dtype=y.dtype, device=backend.device(y))
+    one = xp.zeros((1, y.shape[1]), dtype=y.dtype, device=backend.device(y))
+    head = xp.flip(h[:pad, :] * xp.flip(damp, axis=0), axis=0)  # onto samples 1 .. pad
+    tail = xp.flip(h[pad + n :, :] * damp, axis=0)  # onto samples n - 1 - pad .. n - 2
+    return (
+        h[pad : pad + n, :]
+        + xp.concat([one, head, rest], axis=0)
+        + xp.concat([rest, tail, one], axis=0)
+    )
+
+
+def _circular(series, start: int, n: int):
+    """Rows ``start`` to ``start + n`` of the periodic Hilbert transform of ``series``."""
+    xp = backend.api(series)
     N = series.shape[0]
-    f = xp.arange(N // 2 + 1, device=backend.device(x))
+    f = xp.arange(N // 2 + 1, device=backend.device(series))
     # -i sign(f): 0 at 0 and at N/2 (N even), where the spectrum is kept as it is
     factor = xp.astype((f > 0) & (2 * f < N), xp.complex128) * (-1j)
     M = _convolution_length(N)
     if M is None:
         spectrum = xp.fft.rfft(series, axis=0)
-        del series  # few temporaries: each is (padded) samples x columns
         spectrum *= factor[:, None]
-        h = xp.fft.irfft(spectrum, n=N, axis=0)
-        del spectrum
-        return h[start : start + n, :]
+        return xp.fft.irfft(spectrum, n=N, axis=0)[start : start + n, :]
     # the same circular convolution (kernel g = the inverse transform of the factor)
     # as a linear one of a fast length M >= 2N, folded back
     kernel = xp.fft.rfft(xp.fft.irfft(factor, n=N), n=M)
     spectrum = xp.fft.rfft(series, n=M, axis=0)
-    del series
     spectrum *= kernel[:, None]
     c = xp.fft.irfft(spectrum, n=M, axis=0)
-    del spectrum
     return c[start : start + n, :] + c[start + N : start + N + n, :]
 
 
@@ -140,14 +172,41 @@ def analytic_signal(x, *, padding: str = "exp", decay_factor: float = 0.2):
     return xp.astype(h, xp.complex128) * 1j + x
 
 
-def column_stats(x):
-    """Per column of a block (every sample): NaN count, mean and standard deviation
-    (``ddof=0``; NaN where a column has NaN), as one (3 x columns) float64 array."""
+#: Rows of :func:`column_stats`.
+STATS = ("nans", "infs", "amax", "mean", "std", "energy", "unit")
+
+
+def column_stats(x, *, center: bool, padding: str, decay_factor: float):
+    """Per column of a block (every sample), one (7 x columns) float64 array whose rows
+    are :data:`STATS`: the counts of NaN and of infinite values, the largest finite
+    magnitude ``amax``, mean and standard deviation (``ddof=0``) of the finite values,
+    and ``||p||^2 + ||H p||^2`` of ``p = (x - mean) u`` (``x u`` without ``center``),
+    ``u`` (``unit``) a power of two that brings ``amax`` near 1: no square overflows or
+    underflows at any magnitude. Non-finite values count as 0 in the last three."""
     xp = backend.api(x)
     x = backend.astype(x, np.float64, copy=False)
+    finite = xp.isfinite(x)
     nans = xp.sum(xp.astype(xp.isnan(x), xp.float64), axis=0)
-    mean = xp.mean(x, axis=0)
-    return xp.stack([nans, mean, xp.std(x, axis=0)], axis=0)
+    infs = xp.sum(xp.astype(xp.isinf(x), xp.float64), axis=0)
+    x = xp.where(finite, x, 0.0)
+    amax = xp.max(xp.abs(x), axis=0)
+    e = xp.clip(xp.floor(xp.log2(xp.where(amax > 0, amax, 1.0))), -1000, 1000)
+    unit = xp.pow(2.0, -e)
+    x = x * unit
+    mean = xp.sum(x, axis=0) / max(x.shape[0], 1)
+    p = x - mean if center else x
+    std = xp.sqrt(xp.mean((x - mean) ** 2, axis=0))
+    step = FFT_COLUMNS if backend.is_numpy(p) else max(1, p.shape[1])
+    energy = [
+        xp.sum(p[:, j : j + step] ** 2, axis=0)
+        + xp.sum(
+            hilbert_transform(p[:, j : j + step], padding=padding, decay_factor=decay_factor) ** 2,
+            axis=0,
+        )  # fmt: skip
+        for j in range(0, p.shape[1], step)
+    ]
+    energy = xp.concat(energy, axis=0) if energy else xp.zeros_like(amax)
+    return xp.stack([nans, infs, amax, mean / unit, std / unit, energy, unit], axis=0)
 
 
 def centered(x, mean, scale):
@@ -155,51 +214,25 @@ def centered(x, mean, scale):
     return (backend.astype(x, np.float64, copy=False) - mean) * scale
 
 
-def transformed(p, *, padding: str, decay_factor: float, columns: int | None = None):
-    """``H[p]`` of a block, ``columns`` columns per FFT (all at once when None or not NumPy)."""
-    n = p.shape[1]
-    if columns is None or not backend.is_numpy(p) or n <= columns:
-        return hilbert_transform(p, padding=padding, decay_factor=decay_factor)
-    out = np.empty(p.shape, dtype=np.float64)
-    for j in range(0, n, columns):
-        out[:, j : j + columns] = hilbert_transform(
-            p[:, j : j + columns], padding=padding, decay_factor=decay_factor
-        )
-    return out
+def block_products(x, mean, scale, U=None, W=None):
+    """One block's share of the products of ``P = (x - 1 mean^T) diag(scale)``.
 
-
-def block_products(x, q, mean, scale, T=None, W=None):
-    """One block's share of the real form's products: ``(R^T T rows, R W share)``.
-
-    ``x``: the block's complete columns (samples x b, any float dtype), ``q``
-    its ``H[P]`` (samples x b, float64), ``mean`` and ``scale`` (b,) vectors
-    in the block's memory, or both None where ``x`` is ``P`` itself. ``T``
-    (samples x 2l: ``[T1, T2]``, the real and imaginary parts side by side)
-    gives the block's rows of ``Z^H Tc`` as ``[Re, Im]`` (b x 2l). ``W`` (b x
-    2l, ``[W1, W2]``) gives the block's share of ``Z Wc`` as ``[Re, Im]``
-    (samples x 2l); ``W="fused"`` takes the rows just computed from ``T`` (one
-    read of the block for a product with ``R R^T``). Either may be None.
-    Arrays of the block's namespace.
+    ``x``: complete columns (samples x b, any float dtype; the block's rows of
+    every sample where ``U`` and ``W`` are given for the same rows), ``mean``
+    and ``scale`` (b,) in the block's memory. ``U`` (samples x c) gives
+    ``P^T U`` (b x c); ``W`` (b x c) gives the block's share of ``P W``
+    (samples x c); ``W="fused"`` takes ``P^T U`` just computed (one read of the
+    block for ``P P^T U``). Either may be None. Arrays of the block's namespace;
+    ``P`` is never formed (rank-one and diagonal corrections).
     """
     xp = backend.api(x)
     x = backend.astype(x, np.float64, copy=False)
-    out_t = out_w = None
-    if T is not None:
-        l = T.shape[1] // 2
-        a = x.T @ T  # P^T [T1, T2]
-        if mean is not None:
-            a = (a - mean[:, None] * xp.sum(T, axis=0)) * scale[:, None]
-        b = q.T @ T  # Q^T [T1, T2]
-        out_t = xp.concat([a[:, :l] + b[:, l:], a[:, l:] - b[:, :l]], axis=1)
+    rows = share = None
+    if U is not None:
+        rows = (x.T @ U - mean[:, None] * xp.sum(U, axis=0)) * scale[:, None]
         if isinstance(W, str):
-            W = out_t
+            W = rows
     if W is not None:
-        l = W.shape[1] // 2
-        if mean is None:
-            c = x @ W  # P [W1, W2]
-        else:
-            dW = W * scale[:, None]
-            c = x @ dW - mean @ dW
-        d = q @ W  # Q [W1, W2]
-        out_w = xp.concat([c[:, :l] - d[:, l:], d[:, :l] + c[:, l:]], axis=1)
-    return out_t, out_w
+        dW = W * scale[:, None]
+        share = x @ dW - mean @ dW
+    return rows, share

@@ -58,6 +58,7 @@ import xarray as xr
 from ..core import backend
 from ..core.blas import small_blas, small_step
 from ..core.options import CompressedOptions, check_flag, split_options, takes_options
+from ..core.randomized.magnitude import times_power_of_two
 from ..core.randomized.operator import operator_svd
 from ..core.randomized.small import ANGLE_ROUNDING, ROUNDING
 from ..labeled.api import choose_method, labeled_matrix
@@ -206,10 +207,8 @@ class HilbertResult(Result):
 
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
-        S = self.singular_values
-        shares = backend.on_backend_of(ratio(S.data, self.total_variance.data), S.data)
-        out = S.copy(data=shares)
-        return out.rename("explained_variance_ratio").assign_attrs(units="1")
+        out = self._parts["explained_variance_ratio"]  # computed where S**2 is in range
+        return out.assign_attrs(units="1")
 
     def eigenvalues(self, *, ddof: int = 1) -> xr.DataArray:
         """``S**2 / (n - ddof)``: xeofs' ``explained_variance()`` (``ddof=1``)."""
@@ -437,7 +436,6 @@ def hilbert_eof(
         standardize=standardize,
         padding=padding,
         decay_factor=decay_factor,
-        keep_transform=method == "compressed",
         locate=layout.feature_locator(),
     )
     if k is not None and k > min(f.shape):
@@ -453,9 +451,12 @@ def hilbert_eof(
     else:
         U, S, V, errors, solved = _compressed(f, int(k), options)
         settings.update(solved)
+    shares = ratio(S, f.total)  # of 2**exponent Z: in range at any magnitude
+    S, errors = times_power_of_two(S, -f.exponent), np.array(errors, dtype=np.float64)
+    errors[:, 0] = times_power_of_two(errors[:, 0], -f.exponent)
     U, V = complex_phase_rule(U, V)
     if not backend.is_dask(a):  # results stay where the data are
-        U, S, V = (backend.on_backend_of(x, a) for x in (U, S, V))
+        U, S, V, shares = (backend.on_backend_of(x, a) for x in (U, S, V, shares))
     V = f.full_rows(V)
     settings["k"] = int(S.shape[0])
     name = layout.name if layout.name is not None else "data"
@@ -471,7 +472,10 @@ def hilbert_eof(
         "S": S,
         "V": layout.label_features(V, "V", {"long_name": f"complex patterns of {name}"}),
         "errors": errors_part(S, errors),
-        "total_variance": xr.DataArray(float(f.total), name="total_variance"),
+        "total_variance": xr.DataArray(
+            float(times_power_of_two(np.float64(f.total), -2 * f.exponent)), name="total_variance"
+        ),
+        "explained_variance_ratio": S.copy(data=shares).rename("explained_variance_ratio"),
         **_undo(layout, f, a, w, center=center, standardize=standardize),
     }
     record = {"settings": settings, "method": method, "n_samples": m, "name": layout.name}
