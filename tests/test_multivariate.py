@@ -192,8 +192,14 @@ def test_weights_as_dict_dataset_or_premultiplied(ds):
     plain = weighted.svd.exact(dim="time", center=True)
     np.testing.assert_allclose(by_dict.S, plain.S, rtol=1e-10, atol=1e-12 * float(plain.S[0]))
     xr.testing.assert_allclose(by_dict.weights["slp"], w["slp"].broadcast_like(ds["slp"][0]))
-    # a variable left out of the dict is not weighted
-    only = ds.svd.exact(dim="time", center=True, weights={"sst": w["sst"]})
+    # a variable left out of the dict is an error naming it (issue 31, item 8: it was
+    # silently unweighted); `None` for it, as the error says, leaves it unweighted
+    with pytest.raises(ValueError, match=r"no entry for the variable 'slp'.*'slp': None"):
+        ds.svd.exact(dim="time", center=True, weights={"sst": w["sst"]})
+    only = ds.svd.exact(dim="time", center=True, weights={"sst": w["sst"], "slp": None})
+    assert ds.svd.exact(dim="time", center=True, weights={"sst": w["sst"], "slp": 1}).S.equals(
+        only.S
+    )
     half = xr.Dataset({"sst": ds["sst"] * w["sst"], "slp": ds["slp"]})
     ref = half.svd.exact(dim="time", center=True).S
     np.testing.assert_allclose(only.S, ref, rtol=1e-10, atol=1e-12 * float(ref[0]))

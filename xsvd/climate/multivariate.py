@@ -27,6 +27,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import MissingValueError, backend
+from ..core.common import frobenius_norm
 from ..core.options import (
     CompressedOptions,
     Preprocessing,
@@ -90,9 +91,10 @@ def svd(data, k: int | None = None, *, method: str = "auto", **options) -> Multi
     weights : dict, xarray.Dataset or xarray.DataArray, optional
         Per-variable weights: ``{name: DataArray}`` or a Dataset with
         variables of those names, each broadcast over that variable's
-        feature dims (e.g. ``xsvd.coslat_weights(ds["sst"])``); variables
-        without an entry are not weighted. A single DataArray weights every
-        variable. Finite and >= 0.
+        feature dims (e.g. ``xsvd.coslat_weights(ds["sst"])``); every
+        variable needs an entry (``None`` or 1: not weighted), else a
+        ``ValueError`` names the one left out. A single DataArray weights
+        every variable. Finite and >= 0.
     equal_variance : bool, default False
         Scale each variable to a total (weighted) variance of 1 before the
         SVD (``ddof=0``, over the values present, after ``weights`` and
@@ -295,11 +297,19 @@ class Stacked:
                 f"variables {list(self.names)}. Key the weights by variable name, e.g. "
                 f"`weights={{{self.names[0]!r}: xsvd.coslat_weights(ds[{self.names[0]!r}])}}`."
             )
+        lacking = [name for name in self.names if name not in given]
+        if lacking:
+            raise ValueError(
+                f"weights have no entry for the variable {lacking[0]!r} (they are keyed "
+                f"{list(given)}), which would leave it unweighted beside weighted ones. Give "
+                f"every variable an entry; for none on one, `None` or 1: e.g. "
+                f"`weights={{**weights, {lacking[0]!r}: None}}`."
+            )
         vectors = []
         for name in self.names:
             L = self.layouts[name]
             try:
-                w = preprocess.weights_vector(L, given.get(name))
+                w = preprocess.weights_vector(L, given[name])
             except (TypeError, ValueError) as err:
                 raise type(err)(f"weights of variable {name!r}: {err}") from None
             vectors.append(np.ones(L.n_features) if w is None else w)
@@ -323,10 +333,8 @@ class Stacked:
                 spread = np.where(inv > 0, w / np.where(inv > 0, inv, 1.0), 0.0)
         scales = {}
         for name in self.names:
-            part = np.abs(spread[self.span(name)])
-            top = part.max(initial=0.0)
+            norm = frobenius_norm(np.abs(spread[self.span(name)]))  # a NumPy float, never 1 / 0.0
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                norm = top * np.sqrt(np.sum((part / top) ** 2)) if top > 0 else 0.0
                 scale = 1.0 / norm
             if not (np.isfinite(norm) and norm > 0 and np.isfinite(scale)):
                 raise ValueError(
@@ -365,10 +373,15 @@ class Stacked:
                     f"Variable {name!r} is NaN at every feature at {int(empty.sum())} of "
                     f"{L.n_samples} samples ({where}): do the variables cover different "
                     f"{dims[0]!r} ranges? A Dataset fills the gaps with NaN. Decompose the "
-                    f"common range, e.g. pass the fields aligned: `xr.Dataset(dict(zip(names, "
-                    f"xr.align(*fields, join='inner'))))`."
+                    f"common range: align the fields along {dims[0]!r} only, `xr.Dataset(dict("
+                    f"zip(names, xr.align(*fields, join='inner', exclude={self.feature_dims()}"
+                    f"))))`. {_EXCLUDE}"
                 )
         return None
+
+    def feature_dims(self) -> list:
+        """Every variable's feature dims, once each (what ``xr.align`` must exclude)."""
+        return sorted({d for L in self.layouts.values() for d in L.feature_dims}, key=str)
 
     def locate(self, idx) -> str:
         """Names flat column indices as ``sst (lat=-12.5, lon=180.0)`` in error messages."""
@@ -431,8 +444,9 @@ class Stacked:
                 raise ValueError(
                     f"In the new data, variable {name!r} has samples {mine} but {first[0]!r} "
                     f"has {theirs} (or other labels). "
-                    "Every variable needs the same samples: align them first, e.g. "
-                    "`xr.align(*variables, join='inner')`."
+                    "Every variable needs the same samples: align them along the samples "
+                    f"only, e.g. `xr.align(*variables, join='inner', exclude="
+                    f"{self.feature_dims()})`. {_EXCLUDE}"
                 )
             mats.append(X)
         _, sample_dims, shape, coords = first
@@ -476,6 +490,13 @@ def concatenate_columns(mats: list):
 
 
 # ------------------------------------------------------------------ checks
+#: Why the advice to align excludes the feature dims.
+_EXCLUDE = (
+    "(`exclude` keeps each grid whole: without it xr.align also intersects feature dims "
+    "of the same name, cutting a finer grid to the points of a coarser one.)"
+)
+
+
 def _as_variables(data) -> dict:
     if isinstance(data, xr.Dataset):
         if not data.data_vars:
@@ -534,13 +555,15 @@ def _check_shared(variables: dict, layouts: dict, first, sample_dims) -> None:
     """A mapping's variables: equal sample coordinates; same-named feature dims agree."""
     ref = variables[first]
     for name, var in variables.items():
+        grids = sorted({*layouts[first].feature_dims, *layouts[name].feature_dims}, key=str)
         for d in sample_dims:
             if var.sizes[d] != ref.sizes[d] or not _same_index(var, ref, d):
                 raise ValueError(
                     f"Variable {name!r} has other {d!r} labels than {first!r} (sizes "
                     f"{var.sizes[d]} and {ref.sizes[d]}). All variables must share the sample "
-                    f"coordinates: align them first, e.g. `{first}, {name} = "
-                    f"xr.align({first}, {name}, join='inner')`, or select the same {d!r}."
+                    f"coordinates: align them along {d!r} only, e.g. `{first}, {name} = "
+                    f"xr.align({first}, {name}, join='inner', exclude={grids})`, or select "
+                    f"the same {d!r}. {_EXCLUDE}"
                 )
     seen: dict[Hashable, Any] = {}
     for name, var in variables.items():
