@@ -118,3 +118,17 @@ def test_weights_work_in_an_eof_analysis():
     anomalies = (sst - sst.mean("time")) * w
     ref = np.linalg.svd(np.nan_to_num(anomalies.values.reshape(24, -1)), compute_uv=False)
     np.testing.assert_allclose(res.S.values, ref[:3], rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pole_weights_are_zero_not_negative_or_nan(dtype):
+    # float32: cos(deg2rad(90)) is -4.4e-8, whose square root is NaN (issue 31, item 8)
+    lat = np.array([-90.0, -45.0, 0.0, 45.0, 90.0], dtype=dtype)
+    w = xsvd.coslat_weights(field(values=lat))
+    assert w.dtype == dtype and (w.values >= 0).all()
+    if dtype == "float32":  # float64's cos(90°) is 6e-17, its square root 8e-9
+        assert w.values[0] == w.values[-1] == 0.0
+    np.testing.assert_allclose(w.values[1:-1], np.sqrt(np.cos(np.deg2rad([-45.0, 0, 45]))), 1e-6)
+    data = xr.DataArray(np.random.default_rng(0).standard_normal((20, 5)), dims=("t", "lat"))
+    res = data.assign_coords(lat=lat).svd(k=2, dim="t", center=True, weights=w)
+    assert np.isfinite(res.S.values).all() and float(res.weights[-1]) < 1e-8

@@ -272,7 +272,12 @@ class Result:
         kmax = self.k
         if k is None:
             return kmax
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= kmax:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer):
+            raise TypeError(
+                f"k must be an integer between 1 and {kmax} (the number of components to "
+                f"use), got {k!r} ({type(k).__name__}); omit it for all {kmax}."
+            )
+        if not 1 <= k <= kmax:
             raise ValueError(f"k must be an integer between 1 and {kmax}, got {k!r}.")
         return int(k)
 

@@ -93,13 +93,36 @@ def _check_weight_values(layout: Layout, weights: xr.DataArray) -> None:
             f"weights are {what}{place}. Weights must be finite and >= 0 (0 leaves a feature out)."
         )
         latitude = [d for d in weights.dims if _is_latitude(d, weights, layout)]
-        if latitude and (what == "negative" or weights.ndim == 1):  # or sqrt(cos(degrees))
+        if latitude and _pole_rounding(weights, layout, bad, latitude[0]):
+            message += (
+                f" They are at {latitude[0]!r} = ±90 only, where cos rounds below 0 in float32 "
+                "(np.cos(np.deg2rad(np.float32(90))) is -4.4e-08, its square root NaN): "
+                "the weight there is 0. Clip before the square root, e.g. "
+                "`np.sqrt(np.cos(np.deg2rad(lat)).clip(min=0))` (or `w.clip(min=0)` for cos "
+                "itself), or use `xsvd.coslat_weights(da)`, which does."
+            )
+        elif latitude and (what == "negative" or weights.ndim == 1):  # or sqrt(cos(degrees))
             message += (
                 f" Did you pass latitudes in degrees to np.cos (which takes radians)? Use "
                 f"`xsvd.coslat_weights(da)`, sqrt(cos(latitude)) from {latitude[0]!r} in "
                 "degrees."
             )
         raise ValueError(message)
+
+
+def _pole_rounding(weights: xr.DataArray, layout: Layout, bad, lat) -> bool:
+    """Whether the ``bad`` weights are all at latitude ±90 and NaN or within 1e-6 of 0
+    (relative to the largest weight): float32's cos(90°), -4.4e-8, or its square root."""
+    labels = _labels(lat, weights, layout)
+    if labels is None or labels.dtype.kind not in "iuf":
+        return False
+    shape = [-1 if d == lat else 1 for d in weights.dims]
+    poles = np.broadcast_to((np.abs(labels) == 90).reshape(shape), bad.shape)
+    values = np.asarray(weights.values, dtype=np.float64)
+    top = np.abs(values[np.isfinite(values)]).max(initial=0.0)
+    return bool(
+        (poles | ~bad).all() and (np.isnan(values) | (abs(values) <= 1e-6 * top))[bad].all()
+    )
 
 
 def _labels(d, weights: xr.DataArray, layout: Layout) -> np.ndarray | None:

@@ -316,11 +316,7 @@ class SVDResult(Result, statistics.StatisticsMethods):
             Use only the first ``k`` components (default: all that were computed).
         """
         d = self._d
-        kmax = d.S.shape[0]
-        if k is None:
-            k = kmax
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= kmax:
-            raise ValueError(f"k must be an integer between 1 and {kmax}, got {k!r}.")
+        k = self._check_k(k)
         X = (d.U[:, :k] * d.S[:k]) @ d.V[:, :k].T
         if self._weights is not None:
             w = self._weights
