@@ -7,7 +7,11 @@ the file (and the line); ``tracy_widom`` refuses a count given as text.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 
@@ -166,3 +170,51 @@ def test_duplicate_sample_ids_are_refused_in_one_family_and_warned_across(bed_pr
     _rewrite_line(psam, 6, lambda line: "f2\ts2\t1\n")
     with pytest.raises(PlinkFileError, match=r"'s2' on lines 4 and 6\) in the same family"):
         xsvd.open_pgen(prefix)
+
+
+# ------------------------------------------------------------ item 9: duplicate variant ids
+
+
+@pytest.mark.skipif(shutil.which("plink2") is None, reason="plink2 is not installed")
+def test_missing_variant_ids_are_written_so_plink2_projects_with_them(tmp_path):
+    n = 600
+    gt = xsvd.datasets.genotypes(n, 90, n_populations=3, fst=0.05, seed=2)
+    gt = gt.assign_coords(
+        variants=np.full(n, "."),  # PLINK's missing id, as many .bim files have it
+        chrom=("variants", np.full(n, "1")),
+        position=("variants", np.arange(n) * 100 + 1),
+        allele_1=("variants", np.full(n, "G")),
+        allele_2=("variants", np.full(n, "A")),
+    )
+    xsvd.write_plink(gt.isel(samples=slice(0, 60)), tmp_path / "ref")
+    xsvd.write_plink(gt.isel(samples=slice(60, 90)), tmp_path / "new")
+    kept, w = xsvd.patterson_scaling(xsvd.open_plink(tmp_path / "ref"))
+    res = kept.svd.exact(k=3, center=True, weights=w)
+    m = w.attrs["n_variants"]
+    with pytest.warns(UserWarning, match=r"missing id '\.'.*--set-missing-var-ids '@:#:\$r:\$a'"):
+        files = xsvd.write_plink_pca(res, tmp_path / "pca", n_variants=m)
+    ids = pd.read_csv(files[3], sep="\t")["ID"]
+    assert ids.is_unique and ids.iloc[0] == "1:1:A:G"
+    proc = subprocess.run(
+        ["plink2", "--bfile", tmp_path / "new", "--set-missing-var-ids", "@:#:$r:$a",
+         "--read-freq", files[3], "--score", files[2], "2", "5", "header-read",
+         "no-mean-imputation", "variance-standardize", "cols=+scoresums",
+         "--score-col-nums", "6-8", "--out", tmp_path / "s"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    score = pd.read_csv(tmp_path / "s.sscore", sep="\t")
+    sums = score[[f"PC{i + 1}_SUM" for i in range(3)]].values
+    new = xsvd.open_plink(tmp_path / "new")
+    new = new.isel(variants=np.isin(new.position, kept.position))  # the ids are all '.'
+    ours = xsvd.project_samples(res, new, shrinkage=False)
+    np.testing.assert_allclose(sums / (m * np.sqrt(np.loadtxt(files[1]))), ours.values, rtol=1e-4)
+
+
+def test_other_duplicate_variant_ids_warn(tmp_path):
+    gt = xsvd.datasets.genotypes(300, 40, seed=2)
+    gt = gt.assign_coords(variants=[f"rs{i // 2}" for i in range(300)])
+    kept, w = xsvd.patterson_scaling(gt)
+    res = kept.svd.exact(k=2, dim="samples", center=True, weights=w)
+    with pytest.warns(UserWarning, match=r"listed more than once \(e\.g\. 'rs0'"):
+        xsvd.write_plink_pca(res, tmp_path / "pca")

@@ -137,7 +137,10 @@ def write_plink_pca(
 
     The variant columns come from the coordinates :func:`open_plink` makes
     (``chrom``, ``allele_1``, ``allele_2``) where present, with the
-    placeholders of :func:`write_plink` otherwise. Variants with a frequency
+    placeholders of :func:`write_plink` otherwise. Variants with PLINK's missing
+    id ``.`` (more than one) are written as ``CHROM:POS:REF:ALT``, with a
+    warning: PLINK 2 refuses ids listed twice, and ``--set-missing-var-ids
+    '@:#:$r:$a'`` gives the new samples' variants the same ids. Variants with a frequency
     of 0 or 1 (no information) are left out of the weights. No file is left
     half-written. A result on a device is read once per array (``U``, ``S``,
     ``V``, the mean), each copied to the host in one counted move.
@@ -304,7 +307,43 @@ def _loadings_table(res, vdim: Hashable, m: int, obs: np.ndarray | None) -> dict
     if obs is not None:
         table["obs"] = obs
     _check_ids([table["chrom"], table["id"], table["ref"], table["alt"]], "variant")
-    return {key: col[keep] for key, col in table.items()}
+    table = {key: col[keep] for key, col in table.items()}
+    table["id"] = _unique_ids(table, coord_text(V, "position", vdim, "0")[keep])
+    return table
+
+
+def _unique_ids(t: dict, position: np.ndarray) -> np.ndarray:
+    """Variant ids PLINK 2 can match: its missing id ``.`` becomes ``CHROM:POS:REF:ALT``
+    (what ``--set-missing-var-ids @:#:$r:$a`` makes of it), with a warning saying to set
+    the new samples' ids so; ids listed twice otherwise are a warning too."""
+    ids = np.asarray(t["id"], dtype=object)
+    missing = ids == "."
+    if missing.sum() > 1:
+        ids[missing] = [
+            ":".join(v) for v in zip(t["chrom"][missing], position[missing], t["ref"][missing],
+                                     t["alt"][missing], strict=True)
+        ]  # fmt: skip
+        warnings.warn(
+            f"{int(missing.sum())} variants have PLINK's missing id '.', which PLINK 2's "
+            "--read-freq and --score refuse when listed more than once: they are written as "
+            "CHROM:POS:REF:ALT. Give the new samples' variants the same ids in the command "
+            "that projects them: `plink2 --bfile NEW --set-missing-var-ids '@:#:$r:$a' "
+            "--read-freq ... --score ...`.",
+            UserWarning,
+            stacklevel=4,
+        )
+    values, counts = np.unique(ids.astype(str), return_counts=True)
+    if (counts > 1).any():
+        shown = ", ".join(repr(str(v)) for v in values[counts > 1][:5])
+        warnings.warn(
+            f"{int((counts > 1).sum())} variant id(s) are listed more than once (e.g. "
+            f"{shown}); PLINK 2's --read-freq and --score refuse such files. Give every "
+            "variant its own id before the PCA, e.g. `plink2 --bfile X --set-all-var-ids "
+            "'@:#:$r:$a' --make-bed --out Y` (for the new samples too).",
+            UserWarning,
+            stacklevel=4,
+        )
+    return ids.astype(str)
 
 
 def _allele_text(t: dict) -> str:
