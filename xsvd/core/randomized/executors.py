@@ -68,6 +68,8 @@ class Executor(ABC):
         The array module of the data's chunks (numpy, cupy, or another array-API namespace).
     like : array
         An array on the data's device (the data, or their chunks' meta), for moves there.
+    data : array
+        The data (NumPy, CuPy, packed or Dask), for :meth:`head`.
     concrete : bool
         What ``end_pass`` returns is computed (so the solver can look at it
         and decide what to do next); False for one lazy graph.
@@ -115,6 +117,11 @@ class Executor(ABC):
     def concat(self, parts, shapes: list, dtype):
         """Per-stripe results joined along the cut dimension."""
 
+    def head(self, rows: int):
+        """The data's first ``rows`` rows (a Dask array for Dask data: lazy, and only the
+        chunks that hold them are read when it is computed)."""
+        return self.data[: min(rows, self.data.shape[0]), :]
+
     def _meta(self, ndim: int, dtype):
         return self.xp.empty((0,) * ndim, dtype=dtype)
 
@@ -130,7 +137,7 @@ class Eager(Executor):
     """
 
     def __init__(self, a, axis: int, threads: int = 1, stripe: int | None = None):
-        self.a = a
+        self.a = self.data = a
         self.axis = axis
         self.threads = threads
         self.xp = backend.namespace(a)
@@ -179,6 +186,7 @@ class Lazy(Executor):
 
     def __init__(self, a, axis: int, split_every: int = 8):
         self.graph = _DaskSteps(a, axis, split_every)
+        self.data = a
         self.axis, self.offsets, self.sizes = axis, self.graph.offsets, self.graph.sizes
         self.xp = backend.namespace(a)
         self.like = backend.chunk_type(a)
@@ -224,6 +232,7 @@ class Stepwise(Executor):
 
     def __init__(self, a, axis: int, split_every: int = 8, progress=None):
         self.graph = _DaskSteps(a, axis, split_every)
+        self.data = a
         self.axis, self.offsets, self.sizes = axis, self.graph.offsets, self.graph.sizes
         self.xp = backend.namespace(a)
         self.like = backend.chunk_type(a)

@@ -13,7 +13,10 @@ sub-block of features at a time,
 - ``Y_j^T Y_j``: its share of ``G = Y^T Y``.
 
 The first pass also gives the features' means, sums of squares and
-all-missing mask, stripe by stripe.
+all-missing mask, stripe by stripe. Floating-point features far from zero
+(kelvin) are read, in every pass, less a reference near their mean taken from
+the first rows of the sub-block on the first pass (:func:`.stripe.offset_reference`),
+so that neither the products nor the centering correction cancel.
 """
 
 from __future__ import annotations
@@ -29,12 +32,15 @@ from .plan import Problem, ReadSpec
 from .state import FeatureStats, Sketch, Summable
 from .stripe import (
     DETECT,
+    HEAD_ROWS,
     Skip,
     add_product_without,
     fill_missing,
     flag_columns,
+    is_floating,
     nonfinite,
     norm_magnitudes,
+    offset_reference,
     quiet_overflow,
     scatter_rows,
     stripe_sub,
@@ -54,6 +60,14 @@ class StripeSums(Summable):
 
     cross: Any  # A_j D Y_j (m x l), centered
     gram: Any  # Y_j^T Y_j
+
+
+@dataclass
+class StripeStats(FeatureStats):
+    """A stripe's :class:`~.state.FeatureStats` and ``shift``: per feature, the reference
+    subtracted from the data as read (float64, 0 where none), or None where none is."""
+
+    shift: Any = None
 
 
 class FeatureStripes:
@@ -88,6 +102,7 @@ class FeatureStripes:
         fills = [None] * len(self.offsets)
         if not first and pb.missing.fills and ex.concrete:
             fills = [s.fill for s in stats]
+        shifts = [None] * len(self.offsets) if first else ex.map(_shift_of, stats)
         Y, sums, stripe_stats = ex.map(
             _read_stripe,
             stripes,
@@ -96,7 +111,14 @@ class FeatureStripes:
             self.spec,
             pb.locate if first else None,
             nout=3,
-            per_stripe=(self.weight_parts, self.scale_parts, self.offsets, nan_parts, fills),
+            per_stripe=(
+                self.weight_parts,
+                self.scale_parts,
+                self.offsets,
+                nan_parts,
+                fills,
+                shifts,
+            ),
         )
         total = ex.sum(sums)
         return Sketch(Y, None, total.cross, total.gram), (stripe_stats if first else stats)
@@ -143,6 +165,10 @@ def _with_ones(W, dtype):
     return xp.astype(xp.concat([W, ones], axis=1), backend.to_dtype(xp, dtype), copy=False)
 
 
+def _shift_of(stats: StripeStats):
+    return stats.shift
+
+
 def _unpack(stats: FeatureStats):
     return stats.mean, stats.total_ss, stats.nan_mask, stats.amax
 
@@ -179,6 +205,7 @@ def _read_stripe(
     offset: int,
     nan_columns,
     fill,
+    shift,
     basis_ext,
     first: bool,
     spec: ReadSpec,
@@ -189,7 +216,8 @@ def _read_stripe(
     ``w`` and ``column_scale`` (powers of two the features are multiplied by as
     they are converted: rescaled data) are the stripe's parts, or None;
     ``nan_columns``: see :data:`.stripe.DETECT`; ``fill``: ``missing="mean"``,
-    the stripe's fill values from the first pass (None on the first pass).
+    the stripe's fill values from the first pass (None on the first pass);
+    ``shift``: the reference the first pass subtracted, per feature (or None).
     """
     xp, dev = backend.api(basis_ext), backend.device(basis_ext)
     dtype, f64 = basis_ext.dtype, xp.float64
@@ -213,11 +241,21 @@ def _read_stripe(
     by_sums = by_sums and (first or backend.is_numpy(basis_ext))
     if first and rule.fills:
         fill = xp.zeros((nj,), dtype=dtype, device=dev)
+    # features far from zero: read less a reference (found on the first pass)
+    find = first and spec.center and not backend.is_packed(blocks[0])
+    find = find and is_floating(blocks[0].dtype)
+    shifted = xp.zeros((nj,), dtype=f64, device=dev) if find else None
     # data already in the product dtype are multiplied as views: larger sub-blocks (fewer,
     # larger products) cost no memory
     view = len(blocks) == 1 and column_scale is None and blocks[0].dtype == dtype
     for c0, c1 in sub_blocks(nj, m, spec.sub_block * (VIEW_SUB_BLOCKS if view else 1)):
         sub = stripe_sub(blocks, 1, c0, c1, dtype, column_scale)
+        ref = None if shift is None else shift[c0:c1]
+        if find:
+            ref = offset_reference(sub[: min(HEAD_ROWS, m), :], dtype)
+            shifted = shifted if ref is None else _put(shifted, c0, c1, ref)
+        if ref is not None:
+            sub = sub - xp.astype(ref, dtype)
         missing_all = None  # per feature of the sub-block: missing at every sample
         if detect and not by_sums:  # negative codes, or missing="mean" with known fills
             count = None
@@ -264,12 +302,14 @@ def _read_stripe(
         if amax is not None:
             source = spec.narrowing and column_scale is None
             amax[c0:c1] = norm_magnitudes(sq, sub, blocks, 1, c0, c1, source, missing_all)
+            if ref is not None:  # a bound on the data as they are: |x| <= |x - ref| + |ref|
+                amax[c0:c1] = amax[c0:c1] + xp.abs(ref)
         y = raw[:, :l]
         mu = raw[:, l] / m if spec.center else None
         if mu is not None:
             y = y - mu[:, None] * wsum[None, :]
             if mean is not None:
-                mean[c0:c1] = mu
+                mean[c0:c1] = mu if ref is None else mu + ref
         ws = None if w is None else w[c0:c1]
         if ws is not None:
             y = y * ws[:, None]
@@ -292,4 +332,13 @@ def _read_stripe(
     sums.cross -= correction[None, :]
     if amax is not None:  # every sample of these features was here: name them now
         check_infinite(~(amax < np.inf), offset=offset, locate=locate)
-    return Y, sums, FeatureStats(mean, ss, nan_mask, amax, fill if first else None)
+    stats = StripeStats(mean, ss, nan_mask, amax, fill if first else None)
+    if shifted is not None and backend.to_scalar(xp.any(shifted != 0.0)):
+        stats.shift = shifted
+    return Y, sums, stats
+
+
+def _put(x, start: int, stop: int, values):
+    """``x`` with ``x[start:stop] = values`` (in place)."""
+    x[start:stop] = values
+    return x

@@ -11,7 +11,11 @@ sub-block at a time,
 
 Centering enters as rank-one corrections of these small sums on the first
 pass, when the means are not known yet; later passes subtract the means from
-each sub-block as it is multiplied (no cancellation in the products). Weights
+each sub-block as it is multiplied (no cancellation in the products). Floating-point
+features far from zero (kelvin) are read from the first pass on with a
+reference near their mean subtracted (measured on the first rows of the data,
+:func:`.stripe.offset_reference`), and later passes correct for the rounding
+of the means they subtract, so the rank-one corrections never cancel. Weights
 enter as the diagonal ``D``. With ``missing="mean"`` the feature means over
 present values are read first (one extra read, see ``Problem.prepass``).
 """
@@ -29,10 +33,13 @@ from .plan import Problem, ReadSpec
 from .state import FeatureStats, Sketch, Summable
 from .stripe import (
     DETECT,
+    HEAD_ROWS,
     Skip,
     flag_columns,
+    is_floating,
     nonfinite,
     norm_magnitudes,
+    offset_reference,
     quiet_overflow,
     scatter_rows,
     stripe_sub,
@@ -54,6 +61,16 @@ class StripeSums(Summable):
     sumsq: Any  # first pass: per-feature sums of squares of the (filled) data
     missing_count: Any  # first pass, when values may be missing: per feature
     amax: Any = None  # first pass, when the dtype leaves it open: per-feature largest |value|
+
+
+@dataclass
+class Prepared:
+    """What is read before the passes: ``fill`` (``missing="mean"``: the features' means
+    over their present values, or None) and ``reference`` (float64 per feature, or None:
+    see :func:`.stripe.offset_reference`), in the data's units."""
+
+    fill: Any = None
+    reference: Any = None
 
 
 @dataclass
@@ -81,27 +98,43 @@ class SampleStripes:
         self._nan_columns = None  # (statistics, the mask or None), see nan_columns
         self._corrects = None  # (statistics, bool), see corrects_mean
 
-    def prepare(self):
-        """``missing="mean"``: each feature's mean over its present values (one read).
-
-        In the product dtype; in float64 for float64 data multiplied in float32
-        (``narrowing``), whose values may be beyond float32's range.
-        """
-        if not self.problem.prepass:
+    def prepare(self) -> Prepared | None:
+        """``missing="mean"``: each feature's mean over its present values (one read), in
+        the product dtype (in float64 for float64 data multiplied in float32,
+        ``narrowing``, whose values may be beyond float32's range); ``center=True`` on
+        floating-point data: the reference of features far from zero, from the data's
+        first rows (on Dask, the chunks that hold them are read once more). None when
+        neither is needed."""
+        ex, pb = self.ex, self.problem
+        fill, reference = None, None
+        if pb.prepass:
+            sums = ex.map(_read_present, ex.stripes(), self.spec)
+            dtype = np.float64 if pb.narrowing else pb.dtype
+            fill = ex.call(_present_means, ex.sum(sums), dtype)
+        head = ex.head(HEAD_ROWS)
+        if pb.center and not backend.is_packed(head) and is_floating(head.dtype):
+            reference = ex.call(offset_reference, head, pb.dtype)
+            if ex.concrete and not pb.prepass:  # computed now: None needs no more
+                (reference,) = backend.compute(reference)
+        if fill is None and reference is None:
             return None
-        ex = self.ex
-        sums = ex.map(_read_present, ex.stripes(), self.spec)
-        dtype = np.float64 if self.problem.narrowing else self.problem.dtype
-        return ex.call(_present_means, ex.sum(sums), dtype)
+        return Prepared(fill, reference)
 
-    def read(self, basis, stats: FeatureStats | None, fill, first: bool):
+    def read(self, basis, stats: FeatureStats | None, prepared: Prepared | None, first: bool):
         """One pass: the sketch of ``C W`` and, on the first pass, the feature statistics."""
         ex, pb = self.ex, self.problem
+        fill, reference = (None, None) if prepared is None else (prepared.fill, prepared.reference)
         basis_w = ex.call(_weighted_basis, basis, self.weights, pb.dtype)
         # the mean is known after the first pass: later passes center each sub-block as
         # it is multiplied, unless the rank-one correction loses nothing that matters
-        subtract = pb.center and not first and not self.corrects_mean(stats)
-        shift = ex.call(_as_dtype, stats.mean, pb.dtype) if subtract else None
+        subtract = pb.center and not first
+        subtract = subtract and (reference is not None or not self.corrects_mean(stats))
+        shift, exact = None, None  # subtracted in the product dtype, and its float64 value
+        if first and reference is not None:
+            shift, exact = ex.call(_shift, reference, self.column_scale, pb.dtype, nout=2)
+        elif subtract:
+            shift, exact = ex.call(_shift, stats.mean, None, pb.dtype, nout=2)
+            exact = exact if reference is not None else None  # else: as before
         stripes = ex.stripes(after=fill if first else basis)
         if fill is not None and pb.column_scale is not None:
             fill = ex.call(_scaled_fill, fill, self.column_scale, pb.dtype)
@@ -123,9 +156,10 @@ class SampleStripes:
         total = ex.sum(sums)
         if first:
             stats = ex.call(
-                _first_pass_stats, total, pb.n_samples, self.spec, pb.locate, self.weights
+                _first_pass_stats, total, pb.n_samples, self.spec, pb.locate, self.weights, exact
             )
-        mean = stats.mean if shift is None else None
+        # the data were read less ``exact`` (or uncentered): the rest is a rank-one correction
+        mean = stats.mean if shift is None else ex.call(_less, stats.mean, exact)
         cross, gram, mean_row = ex.call(
             _centered, total, basis_w, mean, self.weights, pb.n_samples, nout=3
         )
@@ -252,6 +286,8 @@ def _read_stripe(
             sums.amax = xp.maximum(sums.amax, mag)
         if shift is not None:
             sub = sub - shift
+            if first:  # the sums of squares of what is multiplied (no cancellation)
+                sq = xp.astype(backend.column_sumsq(sub), f64)
         sums.cross = _multiplied(sub, basis_w, Y, r0, r1, ext, sums.cross, sums)
         if sums.sumsq is not None:
             sums.sumsq += sq
@@ -335,14 +371,34 @@ def _as_dtype(x, dtype):
     return xp.astype(x, backend.to_dtype(xp, dtype))
 
 
+def _shift(values, column_scale, dtype):
+    """Per-feature ``values`` (float64, None: none) times ``column_scale`` (or None) in the
+    product dtype, 0 where they do not fit, and their exact float64 value."""
+    if values is None:
+        return None, None
+    xp = backend.api(values)
+    x = values if column_scale is None else values * column_scale
+    shift = xp.astype(x, backend.to_dtype(xp, dtype))
+    shift = xp.where(xp.isfinite(shift), shift, xp.zeros_like(shift))
+    return shift, xp.astype(shift, xp.float64)
+
+
+def _less(mean, exact):
+    """``mean - exact``, or None when ``exact`` is None (nothing subtracted)."""
+    return None if exact is None else mean - exact
+
+
 def _scaled_fill(fill, column_scale, dtype):
     """The fill values in the units of rescaled data (multiplied in float64: exact)."""
     xp = backend.api(fill)
     return xp.astype(xp.astype(fill, xp.float64) * column_scale, backend.to_dtype(xp, dtype))
 
 
-def _first_pass_stats(total: StripeSums, m: int, spec: ReadSpec, locate, w) -> FeatureStats:
-    """Means, total sum of squares and all-missing features from the first pass's sums.
+def _first_pass_stats(
+    total: StripeSums, m: int, spec: ReadSpec, locate, w, exact=None
+) -> FeatureStats:
+    """Means, total sum of squares and all-missing features from the first pass's sums
+    (of the data less ``exact``, when given: the reference subtracted).
 
     Raises :class:`~xsvd.core.missing.InfiniteValueError` naming the features that
     hold infinite values, :class:`~xsvd.core.missing.MissingValueError` for NaN
@@ -361,6 +417,8 @@ def _first_pass_stats(total: StripeSums, m: int, spec: ReadSpec, locate, w) -> F
     ss = total.sumsq - m * mean**2 if spec.center else total.sumsq
     if w is not None:
         ss = ss * w**2
+    if exact is not None:
+        mean = mean + exact
     return FeatureStats(mean, backend.api(ss).sum(ss), nan_mask, amax)
 
 

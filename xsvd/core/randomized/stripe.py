@@ -118,6 +118,40 @@ def narrows(source, dtype) -> bool:
     return source.kind == "f" and dtype.kind == "f" and source.itemsize > dtype.itemsize
 
 
+#: Floating-point features whose mean exceeds this many times their spread (temperatures in
+#: kelvin: about 3e4) are read with a reference near the mean subtracted before any product,
+#: so that centering does not cancel in float32 (or, beyond 1e8, float64) products.
+OFFSET_RATIO = 16.0
+#: Rows the reference is measured on: the first rows of the data (or of a sub-block).
+HEAD_ROWS = 64
+
+
+def offset_reference(head, dtype):
+    """Per column of ``head`` (the first rows of floating-point data, in any dtype), the
+    value to subtract before multiplying in ``dtype``: the mean of the column's finite
+    values where it exceeds :data:`OFFSET_RATIO` times their spread, rounded to ``dtype``
+    (so that the reference subtracted is known exactly), 0 elsewhere. Float64; None when
+    no column needs one (the usual case: then nothing is subtracted and nothing changes).
+    One value to the host."""
+    xp = backend.api(head)
+    x = xp.astype(head, xp.float64)
+    ok = xp.isfinite(x)
+    count = xp.maximum(xp.sum(xp.astype(ok, xp.float64), axis=0), 1.0)
+    mean = xp.sum(xp.where(ok, x, 0.0), axis=0) / count
+    dev = xp.where(ok, x - mean, 0.0)
+    var = xp.sum(dev * dev, axis=0) / count
+    far = xp.any(ok, axis=0) & (mean * mean > OFFSET_RATIO**2 * var)
+    if not backend.to_scalar(xp.any(far)):
+        return None
+    ref = xp.astype(xp.astype(xp.where(far, mean, 0.0), backend.to_dtype(xp, dtype)), xp.float64)
+    return xp.where(xp.isfinite(ref), ref, 0.0)  # beyond the product dtype: rescaled later
+
+
+def is_floating(dtype) -> bool:
+    """Whether data of ``dtype`` are floating point (their offset is not bounded)."""
+    return backend.numpy_dtype(dtype).kind == "f"
+
+
 #: ``nan_columns`` of the kernels: find the missing values of each sub-block (first
 #: pass, ``missing="mean"``, one lazy graph); otherwise the first pass said which
 #: features are NaN at every sample (a boolean row, zeroed by one ``where``), or
