@@ -452,6 +452,8 @@ def hilbert_eof(
         U, S, V, errors, solved = _compressed(f, int(k), options)
         settings.update(solved)
     shares = ratio(S, f.total)  # of 2**exponent Z: in range at any magnitude
+    with np.errstate(over="ignore", under="ignore"):  # inf or 0 beyond float64
+        total = float(times_power_of_two(np.float64(f.total), -2 * f.exponent))
     S, errors = times_power_of_two(S, -f.exponent), np.array(errors, dtype=np.float64)
     errors[:, 0] = times_power_of_two(errors[:, 0], -f.exponent)
     U, V = complex_phase_rule(U, V)
@@ -472,9 +474,7 @@ def hilbert_eof(
         "S": S,
         "V": layout.label_features(V, "V", {"long_name": f"complex patterns of {name}"}),
         "errors": errors_part(S, errors),
-        "total_variance": xr.DataArray(
-            float(times_power_of_two(np.float64(f.total), -2 * f.exponent)), name="total_variance"
-        ),
+        "total_variance": xr.DataArray(total, name="total_variance"),
         "explained_variance_ratio": S.copy(data=shares).rename("explained_variance_ratio"),
         **_undo(layout, f, a, w, center=center, standardize=standardize),
     }
