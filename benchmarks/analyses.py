@@ -1181,7 +1181,8 @@ def merge(into: Path, new: Path) -> int:
         f"{', '.join(rows)}: from the run of {m['date_utc']}, commit "
         f"{(m.get('git') or {}).get('commit', '?')[:12]}, `{m['command']}` ({new.name})"
     )
-    doc["reference_seconds"].update(later["reference_seconds"])
+    for name, sec in later["reference_seconds"].items():  # the earlier run's stay
+        doc["reference_seconds"].setdefault(name, sec)
     into.write_text(json.dumps(doc, indent=2) + "\n")
     return render(into, None)
 
