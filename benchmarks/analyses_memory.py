@@ -3,9 +3,12 @@
     .venv/bin/python benchmarks/analyses_memory.py                 # two 3,000 x 90 x 140 fields
     .venv/bin/python benchmarks/analyses_memory.py --quick         # small smoke run
     .venv/bin/python benchmarks/analyses_memory.py --compare /tmp/xsvd-old   # also another tree
+    .venv/bin/python benchmarks/analyses_memory.py --layouts time,space --cases eof,bootstrap
 
 Writes two float64 Zarr stores (``--shape``, default 3,000 x 90 x 140: 0.30 GB
-each as float64; chunks of ``--chunk`` time steps, every grid point) to a
+each as float64) per layout (``--layouts``: ``time``, chunks of ``--chunk`` time
+steps holding every grid point, Dask stripes of samples; ``space``, chunks of
+every time step and ``--rows`` latitudes, stripes of features) to a
 temporary folder, opens them lazily (``xr.open_zarr``) and runs each analysis
 in a **fresh Python process**, which reports its own peak resident set size
 (``ru_maxrss``: the whole process, imports included) and its wall time:
@@ -24,8 +27,9 @@ in a **fresh Python process**, which reports its own peak resident set size
   ``explained_variance_ratio``.
 
 ``--compare DIR`` runs the same in another source tree (e.g. ``git archive
-HEAD~3 | tar -x -C DIR``) on the same stores, one after the other. Results go to
-``<out>/analyses-memory.json`` and ``<out>/analyses-memory.md``. Goal (issue 29):
+HEAD~3 | tar -x -C DIR``) on the same stores, one after the other
+(``--skip-this-tree``: only those). Results go to ``<out>/<name>.json`` and
+``<out>/<name>.md`` (``--name``, default ``analyses-memory``). Goal (issue 29):
 no analysis above the plain EOF's peak + 0.3 GB.
 """
 
@@ -83,8 +87,14 @@ print(json.dumps({"seconds": seconds, "peak_bytes": peak, "values": [float(v) fo
 """
 
 
-def write_store(path: Path, shape: tuple[int, int, int], chunk: int, seed: int) -> None:
-    """A float64 field (time, lat, lon) of 12 modes plus noise, written chunk by chunk."""
+def _cut(n: int, step: int) -> tuple:
+    return (step,) * (n // step) + ((n % step,) if n % step else ())
+
+
+def write_store(path: Path, shape: tuple, chunk: int, seed: int, rows: int | None = None) -> None:
+    """A float64 field (time, lat, lon) of 12 modes plus noise, written chunk by chunk:
+    chunks of ``chunk`` time steps (every grid point), or with ``rows``, of every time
+    step and ``rows`` latitudes."""
     import dask.array as da
     import numpy as np
     import xarray as xr
@@ -92,19 +102,16 @@ def write_store(path: Path, shape: tuple[int, int, int], chunk: int, seed: int) 
     n, ny, nx = shape
     rng = np.random.default_rng(seed)
     patterns = rng.standard_normal((12, ny, nx))
+    amplitudes = np.random.default_rng([seed, n]).standard_normal((n, 12)) * 0.8 ** np.arange(12)
 
     def block(block_info=None):
-        (t0, t1), _, _ = block_info[None]["array-location"]
-        r = np.random.default_rng([seed, t0])
-        amp = r.standard_normal((t1 - t0, 12)) * 0.8 ** np.arange(12)
-        noise = r.standard_normal((t1 - t0, ny, nx))
-        return np.einsum("tm,mxy->txy", amp, patterns) + noise + 10.0
+        (t0, t1), (y0, y1), _ = block_info[None]["array-location"]
+        noise = np.random.default_rng([seed, t0, y0]).standard_normal((t1 - t0, y1 - y0, nx))
+        modes = np.einsum("tm,mxy->txy", amplitudes[t0:t1], patterns[:, y0:y1])
+        return modes + noise + 10.0
 
-    x = da.map_blocks(
-        block,
-        chunks=((chunk,) * (n // chunk) + ((n % chunk,) if n % chunk else ()), (ny,), (nx,)),
-        dtype="float64",
-    )
+    chunks = (_cut(n, chunk), (ny,), (nx,)) if rows is None else ((n,), _cut(ny, rows), (nx,))
+    x = da.map_blocks(block, chunks=chunks, dtype="float64")
     coords = {"time": np.arange(n), "lat": np.linspace(-89, 89, ny), "lon": np.arange(nx) * 2.0}
     da_ = xr.DataArray(x, dims=("time", "lat", "lon"), coords=coords, name="field")
     da_.to_dataset().to_zarr(path, mode="w")
@@ -127,31 +134,40 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shape", default="3000x90x140", help="time x lat x lon of each field")
     p.add_argument("--chunk", type=int, default=100, help="time steps per Zarr chunk")
     p.add_argument("--k", type=int, default=10)
+    p.add_argument("--rows", type=int, default=10, help="latitudes per chunk (layout space)")
+    p.add_argument("--layouts", default="time", help="time (chunks of time steps), space")
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--compare", type=Path, action="append", default=[], help="another tree")
+    p.add_argument("--skip-this-tree", action="store_true", help="only the --compare trees")
     p.add_argument("--quick", action="store_true", help="small fields (smoke run)")
     p.add_argument("--out", type=Path, default=HERE / "results")
+    p.add_argument("--name", default="analyses-memory", help="name of the result files")
     args = p.parse_args(argv)
     shape = tuple(int(s) for s in args.shape.split("x"))
     if args.quick:
         shape = (300, 20, 30)
-    trees = [("this tree", ROOT)] + [(str(t), t.resolve()) for t in args.compare]
+    trees = [] if args.skip_this_tree else [("this tree", ROOT)]
+    trees += [(str(t), t.resolve()) for t in args.compare]
     tmp = Path(tempfile.mkdtemp(prefix="xsvd-analyses-memory-"))
     runs = []
     try:
-        stores = []
-        for seed, name in enumerate(("left", "right")):
-            path = tmp / f"{name}.zarr"
-            t0 = time.perf_counter()
-            write_store(path, shape, args.chunk, seed)
-            print(f"wrote {path.name} {shape} in {time.perf_counter() - t0:.0f} s", flush=True)
-            stores.append(path)
-        for label, tree in trees:
-            for case in args.cases.split(","):
-                out = run_child(case, *stores, args.k, tree)
-                out.update(case=case, tree=label)
-                runs.append(out)
-                print(json.dumps({k: v for k, v in out.items() if k != "values"}), flush=True)
+        for layout in args.layouts.split(","):
+            stores = []
+            for seed, name in enumerate(("left", "right")):
+                path = tmp / f"{layout}-{name}.zarr"
+                t0 = time.perf_counter()
+                rows = args.rows if layout == "space" else None
+                write_store(path, shape, args.chunk, seed, rows)
+                print(f"wrote {path.name} {shape} in {time.perf_counter() - t0:.0f} s", flush=True)
+                stores.append(path)
+            for label, tree in trees:
+                for case in args.cases.split(","):
+                    out = run_child(case, *stores, args.k, tree)
+                    out.update(case=case, tree=label, layout=layout)
+                    runs.append(out)
+                    print(json.dumps({k: v for k, v in out.items() if k != "values"}), flush=True)
+            shutil.rmtree(tmp / f"{layout}-left.zarr", ignore_errors=True)
+            shutil.rmtree(tmp / f"{layout}-right.zarr", ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     gb = shape[0] * shape[1] * shape[2] * 8 / 1e9
@@ -159,12 +175,14 @@ def main(argv: list[str] | None = None) -> int:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "machine": f"{os.cpu_count()} cores, {platform.platform()}",
-        "config": dict(shape=shape, field_gb=round(gb, 3), chunk=args.chunk, k=args.k),
+        "config": dict(
+            shape=shape, field_gb=round(gb, 3), chunk=args.chunk, rows=args.rows, k=args.k
+        ),
         "runs": runs,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "analyses-memory.json").write_text(json.dumps(report, indent=2))
-    (args.out / "analyses-memory.md").write_text(markdown(report))
+    (args.out / f"{args.name}.json").write_text(json.dumps(report, indent=2))
+    (args.out / f"{args.name}.md").write_text(markdown(report))
     print(markdown(report))
     return 0
 
@@ -178,27 +196,33 @@ def markdown(report: dict) -> str:
         f"- Command: `{report['command']}`",
         f"- Machine: {report['machine']}",
         f"- Input: two float64 Zarr stores {cfg['shape']} ({cfg['field_gb']} GB each), "
-        f"chunks of {cfg['chunk']} time steps (every grid point), opened with `xr.open_zarr`; "
+        f"layout `time`: chunks of {cfg['chunk']} time steps (every grid point); `space`: "
+        f"every time step, {cfg.get('rows')} latitudes; opened with `xr.open_zarr`; "
         f"k={cfg['k']}",
         "- Each run is a fresh process; peak = its maximum resident set size "
         "(`ru_maxrss`, imports included).",
         "",
-        "| tree | case | time s | peak RSS GB | over the plain EOF GB | goal (≤ EOF + 0.3 GB) |",
-        "|---|---|---|---|---|---|",
+        "| tree | layout | case | time s | peak RSS GB | over the plain EOF GB "
+        "| goal (≤ EOF + 0.3 GB) |",
+        "|---|---|---|---|---|---|---|",
     ]
-    eof = {r["tree"]: r.get("peak_bytes") for r in report["runs"] if r["case"] == "eof"}
+    eof = {
+        (r["tree"], r.get("layout", "time")): r.get("peak_bytes")
+        for r in report["runs"]
+        if r["case"] == "eof"
+    }
     for r in report["runs"]:
+        where = f"| {r['tree']} | {r.get('layout', 'time')} | {r['case']}"
         if "error" in r:
-            lines.append(f"| {r['tree']} | {r['case']} | failed: {r['error']} | | | |")
+            lines.append(f"{where} | failed: {r['error']} | | | |")
             continue
-        base = eof.get(r["tree"])
+        base = eof.get((r["tree"], r.get("layout", "time")))
         over = (r["peak_bytes"] - base) / 1e9 if base else float("nan")
         goal = (
             "" if r["case"] in ("open", "eof") or not base else ("met" if over <= 0.3 else "MISSED")
         )
         lines.append(
-            f"| {r['tree']} | {r['case']} | {r['seconds']:.1f} | {r['peak_bytes'] / 1e9:.2f} "
-            f"| {over:+.2f} | {goal} |"
+            f"{where} | {r['seconds']:.1f} | {r['peak_bytes'] / 1e9:.2f} | {over:+.2f} | {goal} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -1,28 +1,10 @@
 """How stable is each EOF? A bootstrap of the samples that reads the data a few times in all.
 
-A bootstrap replicate draws the ``m`` samples with replacement. Drawing
-sample ``i`` ``c_i`` times is the same as giving it the integer weight
-``c_i``: the replicate's covariance is that of
-
-    B_c = diag(sqrt(c)) (A - 1 mu_c^T) diag(w),    mu_c = A^T c / m,
-
-whose right singular vectors and singular values are those of the
-explicitly resampled (and re-centered, weighted) data. So no resampled copy
-is made, and every replicate's matrix is the data times small factors: one
-read of a block of features gives every replicate's products at once.
-
-The algorithm (:mod:`.resampling`): block Krylov (block Lanczos with full
-reorthogonalization, as :mod:`xsvd.core.randomized.small`) on each
-replicate's ``B_c B_c^T`` (samples x samples), all replicates in the same
-reads, stopped as every solver of xsvd stops: by default once every
-replicate's estimated relative errors are below ``tol=1e-6`` (at most
-``DEFAULT_N_POWER_ITER + 1`` passes), or when the Krylov space fills the
-samples (exact); ``n_power_iter`` fixes the passes. Rayleigh-Ritz gives each
-replicate's ``k`` leading singular values, sample-side vectors and error
-estimates; one more read gives the patterns ``B_c^T u / s`` and their
-congruence with the original's. NumPy, Dask and device (CuPy) data alike:
-the per-replicate matrices live where the data are. Every small step is
-float64.
+Replicate ``c`` (sample ``i`` drawn ``c_i`` times) is the data times small
+factors, ``B_c = diag(sqrt(c)) (A - 1 mu_c^T) diag(w)``, never a resampled copy:
+:mod:`.resampling` runs block Krylov on every replicate in shared reads of the
+data, through the core's stripes; this module checks the options and labels
+the result.
 """
 
 from __future__ import annotations
@@ -114,7 +96,8 @@ def bootstrap(
     ----------
     da : xarray.DataArray
         NumPy-, Dask- or CuPy-backed data (or another array-API library's, on
-        its device); NaN only in features NaN at every sample.
+        its device); NaN only in features NaN at every sample, no ``inf``
+        (:class:`xsvd.InfiniteValueError` names where).
     k : int
         Components compared.
     n_replicates : int, default 100
@@ -130,8 +113,9 @@ def bootstrap(
     batch : int, optional
         At most this many replicates per set of reads (default: all); each
         batch reads the data ``passes + 1`` times. Memory holds about
-        ``batch * samples * (k + n_oversamples) * passes`` float64 numbers for
-        the Krylov spaces.
+        ``2 * batch * samples * (k + n_oversamples) * passes`` float64 numbers
+        for the Krylov spaces (over Dask stripes of samples, also a few
+        ``batch * features * (k + n_oversamples)``).
     keep_patterns : bool, default False
         Also return every replicate's patterns (``replicate_V``), signs
         matched to the original's.
@@ -175,9 +159,13 @@ def bootstrap(
     then show a low congruence, as they should.
 
     The data are read ``passes + 1`` times per batch whatever ``n_replicates``
-    (9 at most by default): each read multiplies a block of features (holding
-    every sample; Dask data get the sample dimension in one chunk, lazily)
-    with every replicate's current block. xeofs' ``EOFBootstrapper`` fits one
+    (9 at most by default), a stripe at a time as the core reads them (Dask:
+    chunk after chunk, one ``dask.compute`` per read, nothing rechunked): a
+    stripe of features (every sample) gives every replicate's products for a
+    pass at once; Dask data chunked along the samples only take two reads per
+    pass (``2 passes + 1``). Data of any magnitude: the first read measures
+    them, and data whose float64 products would overflow or underflow are read
+    again, rescaled by powers of two. xeofs' ``EOFBootstrapper`` fits one
     model per replicate instead (``n`` decompositions of a resampled copy).
 
     Examples

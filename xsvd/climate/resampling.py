@@ -251,8 +251,8 @@ class Reads:
             dots = xp.sum(V[0:1, :, :] * V, axis=1)
             V = V if keep else V[0:1, :, :]
         else:
-            args = (self.weights, self.scale, counts, U, inverse, center, keep, self.sub_block)
-            dots, parts = self._read(_feature_patterns, *args, nout=2)
+            args = (self.weights, self.scale, counts, U, center, False, self.sub_block)
+            dots, parts = self._read(_feature_pass, *args, inverse, keep, nout=2)
             V = xp.concat(parts, axis=1)
         dead = backend.transfer(self.nan_mask, self.like)
         return dots, xp.where(dead[None, :, None], xp.nan, V)
@@ -313,17 +313,23 @@ def _measure(xp, x, nan):
 
 
 @quiet_overflow
-def _feature_pass(blocks, offset, w, scale, C, T, center, first, sub_block):
+def _feature_pass(
+    blocks, offset, w, scale, C, T, center, first, sub_block, inverse=None, keep=True
+):
     """A stripe of features' share of every ``B_c B_c^T T_c`` (and, ``first``, of the
-    ``||B_c||_F^2``), with its per-feature counts and magnitudes (``first``, else None)."""
+    ``||B_c||_F^2``), with its per-feature counts and magnitudes (``first``, else None).
+
+    With ``inverse`` (B x k; ``T``: the vectors ``u``): instead its share of the dot
+    products with column 0's patterns (B x k), and its patterns ``B_c^T u / s`` (B or 1 x
+    f x k, ``keep`` or not).
+    """
     xp = backend.api(T)
     m, f_all = C.shape[0], blocks[0].shape[1]
     B, _, l = T.shape
     s = xp.sqrt(C)  # m x B
     ST = s.T[:, :, None] * T  # B x m x l
     flat, sST = xp.reshape(xp.permute_dims(ST, (1, 0, 2)), (m, B * l)), xp.sum(ST, axis=1)
-    out = xp.zeros((m, B * l), dtype=xp.float64, device=backend.device(T))
-    ss, stats = 0.0, []
+    out, ss, stats = 0.0, 0.0, []
     part = None if scale is None else scale[offset : offset + f_all]
     for start, stop in sub_blocks(f_all, m, sub_block):
         xp, x, nan = _sub(blocks, 1, start, stop, part)
@@ -337,6 +343,12 @@ def _feature_pass(blocks, offset, w, scale, C, T, center, first, sub_block):
         if center:
             Y = Y - mu[:, :, None] * sST[None, :, :]
         wv = None if w is None else w[offset + start : offset + stop]
+        if inverse is not None:  # the patterns
+            V = Y if wv is None else wv[:, None, None] * Y
+            V = xp.permute_dims(V * inverse[None, :, :], (1, 0, 2))  # B x f x k
+            out = out + xp.sum(V[0:1, :, :] * V, axis=1)
+            stats.append(V if keep else V[0:1, :, :])
+            continue
         DY = Y if wv is None else (wv**2)[:, None, None] * Y
         out = out + x @ xp.reshape(DY, (f, B * l))
         if center:  # sum_f mu[f, b] DY[f, b, :]
@@ -346,34 +358,10 @@ def _feature_pass(blocks, offset, w, scale, C, T, center, first, sub_block):
             ss = ss + xp.sum(((x**2).T @ C) * w2, axis=0)
             if center:
                 ss = ss - m * xp.sum(mu**2 * w2, axis=0)
+    if inverse is not None:
+        return out, xp.concat(stats, axis=1)
     out = s.T[:, :, None] * xp.permute_dims(xp.reshape(out, (m, B, l)), (1, 0, 2))
     return Sums(out, ss if first else None), (xp.concat(stats, axis=1) if first else None)
-
-
-@quiet_overflow
-def _feature_patterns(blocks, offset, w, scale, C, U, inverse, center, keep, sub_block):
-    """A stripe of features' patterns ``B_c^T u / s`` (B or 1 x f x k) and their share of
-    the dot products with column 0's (B x k)."""
-    xp = backend.api(U)
-    m, f_all = C.shape[0], blocks[0].shape[1]
-    B, _, k = U.shape
-    SU = xp.sqrt(C).T[:, :, None] * U
-    flat, sSU = xp.reshape(xp.permute_dims(SU, (1, 0, 2)), (m, B * k)), xp.sum(SU, axis=1)
-    dots, parts = 0.0, []
-    part = None if scale is None else scale[offset : offset + f_all]
-    for start, stop in sub_blocks(f_all, m, sub_block):
-        xp, x, _ = _sub(blocks, 1, start, stop, part)
-        if center:
-            x = x - xp.mean(x, axis=0)
-        V = xp.reshape(x.T @ flat, (stop - start, B, k))
-        if center:
-            V = V - ((x.T @ C) / m)[:, :, None] * sSU[None, :, :]
-        if w is not None:
-            V = w[offset + start : offset + stop][:, None, None] * V
-        V = xp.permute_dims(V * inverse[None, :, :], (1, 0, 2))  # B x f x k
-        dots = dots + xp.sum(V[0:1, :, :] * V, axis=1)
-        parts.append(V if keep else V[0:1, :, :])
-    return dots, xp.concat(parts, axis=1)
 
 
 @quiet_overflow
