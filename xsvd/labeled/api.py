@@ -6,7 +6,7 @@ accessor all end up in :func:`_run`.
 
 from __future__ import annotations
 
-import sys
+import inspect
 import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
@@ -377,7 +377,7 @@ def warn_uncentered(d) -> None:
     """
     share = d.mean_share()
     if share > UNCENTERED_SHARE:
-        frame, level = sys._getframe(), 1  # the warning points at the user's first frame
+        frame, level = inspect.currentframe(), 1  # the warning points at the user's frame
         while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
             frame, level = frame.f_back, level + 1
         warnings.warn(
