@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_KRYLOV",
     "DEFAULT_TOL",
     "check_flag",
+    "check_count",
     "ordered_settings",
     "split_options",
     "as_kwargs",
@@ -60,6 +61,18 @@ def check_flag(name: str, value: Any, *, none_too: bool = False) -> None:
     if isinstance(value, str):
         extra = " A string is not read as a yes or no (even 'no' or 'False' is truthy)."
     raise TypeError(f"{name} must be {allowed}, got {value!r} ({type(value).__name__}).{extra}")
+
+
+def check_count(name: str, value: Any, low: int) -> None:
+    """Refuse a count that is not an integer ``>= low``; True and False are refused as
+    ``TypeError`` (they are integers to Python, but ``n_power_iter=True`` is a mistake)."""
+    if isinstance(value, bool | np.bool_):
+        raise TypeError(
+            f"{name} must be an integer >= {low}, got {value!r} (a bool): pass a number, "
+            f"e.g. {name}={max(low, 3)}."
+        )
+    if not isinstance(value, int | np.integer) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,8 +146,7 @@ class CompressedOptions:
             if not (isinstance(tol, float | int | np.floating) and 0 < tol < 1):
                 raise ValueError(f"tol must be a number between 0 and 1, e.g. 1e-3, got {tol!r}.")
             max_passes = DEFAULT_MAX_PASSES if max_passes is None else max_passes
-            if not isinstance(max_passes, int | np.integer) or max_passes < 1:
-                raise ValueError(f"max_passes must be an integer >= 1, got {max_passes!r}.")
+            check_count("max_passes", max_passes, 1)
             if lazy:
                 raise ValueError(
                     "tol decides after each pass whether to read the data again, so it needs "
@@ -147,11 +159,9 @@ class CompressedOptions:
         elif n_power_iter is None and not lazy:  # the default: stop when converged
             n_power_iter, tol = 0, DEFAULT_TOL
         n_power_iter = DEFAULT_N_POWER_ITER if n_power_iter is None else n_power_iter
-        if not isinstance(n_power_iter, int | np.integer) or n_power_iter < 0:
-            raise ValueError(f"n_power_iter must be an integer >= 0, got {n_power_iter!r}.")
+        check_count("n_power_iter", n_power_iter, 0)
         n_oversamples = DEFAULT_N_OVERSAMPLES if self.n_oversamples is None else self.n_oversamples
-        if not isinstance(n_oversamples, int | np.integer) or n_oversamples < 0:
-            raise ValueError(f"n_oversamples must be an integer >= 0, got {n_oversamples!r}.")
+        check_count("n_oversamples", n_oversamples, 0)
         return replace(
             self,
             n_power_iter=int(n_power_iter),
@@ -201,6 +211,7 @@ SETTINGS_ORDER = (
     "tol",
     "max_passes",
     "estimated_error",
+    "stopped",
     "error_bounds",
     "center",
     "weighted",

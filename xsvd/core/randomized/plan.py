@@ -83,6 +83,9 @@ class Problem:
         once more at the end for the stripe-side vectors (one more read, when
         more than one pass is made), instead of keeping every pass's
         stripe-side sketch (see ``xsvd.set_options(krylov_sketch_bytes=...)``).
+    stopped : str or None
+        Once the passes are made: why they stopped (``settings["stopped"]``, see
+        :func:`.small.stop_reason`).
     """
 
     n_samples: int
@@ -106,6 +109,7 @@ class Problem:
     rescaled: bool = False
     given_weights: Any = None
     reread: bool = False
+    stopped: str | None = None
 
     @property
     def thin_length(self) -> int:

@@ -407,3 +407,49 @@ def thin_errors(bases: list, crosses: list, k: int, dtype):
     xp = backend.api(Z)
     S = xp.sqrt(lam[:k])
     return ritz_errors(V, Z, lam, X, k, dtype), S
+
+
+# ------------------------------------------------------------------ when to stop
+
+#: Why the passes stopped (``settings["stopped"]``); :func:`stop_reason` names the
+#: precision of the products (``"precision of float32 products"``).
+CONVERGED, MAX_PASSES, FIXED, SPACE_FULL = "converged", "max_passes", "n_power_iter", "space full"
+#: The default stop counts a component as done once its estimated relative error is
+#: within this factor of the floor that the rounding of the products puts under it.
+PRECISION_SLACK = 2.0
+
+
+def relative_errors(errors, S):
+    """Per component, the larger of the relative S error and the relative residual."""
+    xp = backend.api(errors)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = xp.where(S > 0, errors[:, 0] / S, xp.inf)
+    return xp.maximum(rel, errors[:, 2])
+
+
+def precision_floor(S, dtype) -> np.ndarray:
+    """Per component, the relative error below which no estimate goes with products in
+    ``dtype`` (the floor of :func:`ritz_errors`: ``ROUNDING eps (s_1 / s_j)^2``), inf for
+    components below the rounding of the products (those :func:`krylov_finish` sets to 0)."""
+    S = np.asarray(backend.to_numpy(S), dtype=np.float64)
+    if not S.size or not S[0] > 0:
+        return np.full(S.shape, np.inf)
+    eps = float(np.finfo(dtype).eps)
+    with np.errstate(divide="ignore", over="ignore"):
+        ratio = (S / S[0]) ** 2
+        floor = ROUNDING * eps / ratio
+    return np.where(ratio > max(eps, ROUNDING * _EPS64), floor, np.inf)
+
+
+def stop_reason(errors, S, tol: float, at_precision: bool, dtype) -> str | None:
+    """Whether converging passes may stop, and why: every component's estimated relative
+    error (:func:`relative_errors`) at most ``tol`` (``"converged"``); or, with
+    ``at_precision`` (the default stop), at most the precision the products can show
+    (:func:`precision_floor`, float32 products cannot estimate below about 1e-5): another
+    pass could not change the answer at that precision. None: go on."""
+    rel = np.asarray(backend.to_numpy(relative_errors(errors, S)))
+    if rel.max() <= tol:
+        return CONVERGED
+    if at_precision and np.all(rel <= np.maximum(tol, PRECISION_SLACK * precision_floor(S, dtype))):
+        return f"precision of {np.dtype(dtype).name} products"
+    return None

@@ -114,6 +114,9 @@ from .plan import SAMPLES, Problem, plan, watches_range
 from .sample_stripes import SampleStripes
 from .small import (
     BOUND_MIN_OVERSAMPLES,
+    FIXED,
+    MAX_PASSES,
+    SPACE_FULL,
     estimates_are_bounds,
     finalize,
     krylov_finish,
@@ -121,8 +124,10 @@ from .small import (
     krylov_vectors,
     orth,
     orth_against,
+    relative_errors,
     reread_basis,
     reread_vectors,
+    stop_reason,
     stripe_vectors,
     thin_errors,
     unknown_errors,
@@ -328,6 +333,7 @@ def randomized_svd(
         dtype=str(ctype),
         stripes=stripes,
         passes=problem.passes,
+        stopped=problem.stopped,
         weighted=weights is not None,
         **read.settings(),
         **opts.settings(),
@@ -417,11 +423,10 @@ def _passes(ex, problem: Problem, omega, progress: Progress | None = None):
     if carry.fill is not None:
         carry = ex.end_pass(carry)  # the means' own read
     adaptive = problem.options.converges
-    p = 0
+    p, stopped = 0, None
     while True:
-        last = p + 1 >= problem.most_iterations or (
-            problem.options.krylov and _krylov_room(problem, p + 1) == 0  # the space is full
-        )
+        full = problem.options.krylov and _krylov_room(problem, p + 1) == 0
+        last = p + 1 >= problem.most_iterations or full
         carry = _one_pass(ex, problem, side, carry, first=p == 0, last=last, keep=adaptive)
         if p == 0 and problem.watch_range and ex.concrete and not problem.rescaled:
             amax = backend.to_numpy(side.magnitudes(carry.stats))
@@ -434,10 +439,13 @@ def _passes(ex, problem: Problem, omega, progress: Progress | None = None):
                 if progress is not None:
                     progress.total = problem.most_passes
                 continue
-        if last or (adaptive and _converged(ex, problem, carry.sketches)):
+        stopped = _converged(problem, carry.sketches) if adaptive else None
+        if last or stopped:
             break
         p += 1
-    problem = replace(problem, n_power_iter=p)
+    if stopped is None:
+        stopped = SPACE_FULL if full else MAX_PASSES if adaptive else FIXED
+    problem = replace(problem, n_power_iter=p, stopped=stopped)
     stripe_side, thin_side, S, errors = _final_factors(ex, problem, carry.sketches, side, carry)
     return stripe_side, thin_side, S, errors, side.finish(carry.stats), problem
 
@@ -507,27 +515,21 @@ def _estimate_inputs(sketches: list[Sketch]):
     return [s.basis for s in sketches], [s.cross for s in sketches]
 
 
-def _converged(ex, problem: Problem, sketches: list[Sketch]) -> bool:
-    """``tol``: whether every component's estimates are below it (concrete executors).
+def _converged(problem: Problem, sketches: list[Sketch]) -> str | None:
+    """``tol``: why the passes may stop (:func:`._small.stop_reason`), or None (concrete
+    executors).
 
     Measured on the thin-side Ritz values, which the final step can only improve.
     """
     if len(sketches) == 1 and problem.options.krylov:
-        return False  # the Ritz pairs of the first (random) basis say nothing yet
+        return None  # the Ritz pairs of the first (random) basis say nothing yet
     errors, S = thin_errors(*_estimate_inputs(sketches), problem.k, problem.dtype)
-    return bool(backend.to_numpy(relative_errors(errors, S)).max() <= problem.options.tol)
+    opts = problem.options
+    return stop_reason(errors, S, opts.tol, opts.default_stop, problem.dtype)
 
 
 def _listed(*items):
     return list(items)
-
-
-def relative_errors(errors, S):
-    """Per component, the larger of the relative S error and the relative residual."""
-    xp = backend.api(errors)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = xp.where(S > 0, errors[:, 0] / S, xp.inf)
-    return xp.maximum(rel, errors[:, 2])
 
 
 def _final_factors(ex, problem: Problem, sketches: list[Sketch], side, carry: Carry):
