@@ -218,3 +218,119 @@ def test_other_duplicate_variant_ids_warn(tmp_path):
     res = kept.svd.exact(k=2, dim="samples", center=True, weights=w)
     with pytest.warns(UserWarning, match=r"listed more than once \(e\.g\. 'rs0'"):
         xsvd.write_plink_pca(res, tmp_path / "pca")
+
+
+# ------------------------------------------------------------ item 9: founders' frequencies
+
+
+def _pedigree(n_founders=200, n_children=100, n_variants=3_000, seed=0):
+    """Founders of three populations and children of two founders each (a third of the
+    samples with parents listed), with 1% missing calls among the children."""
+    rng = np.random.default_rng(seed)
+    gt = xsvd.datasets.genotypes(n_variants, n_founders, n_populations=3, fst=0.05, seed=4)
+    g, pop = gt.values.astype(np.int64), gt.population.values
+    parents = [rng.choice(np.flatnonzero(pop == p), 2, replace=False) for p in pop[:n_children]]
+    kids = [rng.binomial(1, g[:, a] / 2) + rng.binomial(1, g[:, b] / 2) for a, b in parents]
+    values = np.concatenate([g, np.array(kids).T], axis=1).astype(np.float64)
+    values[:, n_founders:][rng.random((n_variants, n_children)) < 0.01] = np.nan
+    ids = [f"F{i}" for i in range(n_founders)] + [f"C{i}" for i in range(n_children)]
+    father = ["0"] * n_founders + [f"F{a}" for a, _ in parents]
+    mother = ["0"] * n_founders + [f"F{b}" for _, b in parents]
+    return xr.DataArray(
+        values,
+        dims=("variants", "samples"),
+        coords={
+            "variants": [f"rs{i}" for i in range(n_variants)],
+            "samples": ids,
+            "father_id": ("samples", father),
+            "mother_id": ("samples", mother),
+        },
+    )
+
+
+def _founder_truth(gt, founders):
+    """Dense NumPy: PLINK 2's frequencies (founders' or all samples') and the eigenvalues of
+    its PCA, every sample centered at 2 p (missing calls at 2 p)."""
+    x = gt.values
+    p = np.nanmean(x[:, founders], axis=1) / 2
+    keep = (p > 0) & (p < 1)
+    z = np.nan_to_num(x[keep] - 2 * p[keep, None]) / np.sqrt(2 * p[keep] * (1 - p[keep]))[:, None]
+    return p, np.linalg.svd(z, compute_uv=False) ** 2 / x.shape[0]
+
+
+def test_patterson_frequencies_from_founders_by_default(backend):
+    gt = _pedigree(n_founders=60, n_children=30, n_variants=400)
+    founders = gt.father_id.values == "0"
+    data = gt.copy(data=backend(gt.values))
+    kept, w = xsvd.patterson_scaling(data)
+    assert w.attrs["frequencies_from"] == "founders"
+    p, _ = _founder_truth(gt, founders)
+    keep = (p > 0) & (p < 1)
+    np.testing.assert_allclose(w.allele_frequency.values, p[keep], rtol=1e-12)
+    np.testing.assert_allclose(w.values, 1 / np.sqrt(2 * p[keep] * (1 - p[keep])), rtol=1e-12)
+    _, w_all = xsvd.patterson_scaling(data, founders=False)
+    assert w_all.attrs["frequencies_from"] == "all samples"
+    p_all = np.nanmean(gt.values, axis=1)[keep] / 2
+    np.testing.assert_allclose(w_all.allele_frequency.values[: keep.sum()], p_all, rtol=1e-12)
+    assert np.abs(w.allele_frequency.values - p_all).max() > 1e-3  # they differ
+
+
+def test_patterson_founders_on_packed_data(tmp_path):
+    gt = _pedigree(n_founders=60, n_children=30, n_variants=400)
+    xsvd.write_plink(gt, tmp_path / "ped")
+    bed = xsvd.open_plink(tmp_path / "ped", chunks=100)
+    p, _ = _founder_truth(gt, gt.father_id.values == "0")
+    for data in (bed, xsvd.pack_genotypes(bed.compute())):
+        _, w = xsvd.patterson_scaling(data)
+        np.testing.assert_allclose(w.allele_frequency.values, p[(p > 0) & (p < 1)], rtol=1e-6)
+
+
+def test_founders_option_is_checked():
+    gt = _pedigree(n_founders=20, n_children=10, n_variants=100)
+    with pytest.raises(ValueError, match="founders=True needs the coordinates father_id"):
+        xsvd.patterson_scaling(gt.drop_vars(["father_id", "mother_id"]), founders=True)
+    orphans = gt.assign_coords(mother_id=("samples", np.full(30, "M")))
+    with pytest.raises(ValueError, match="no founders.*founders=False"):
+        xsvd.patterson_scaling(orphans)
+    with pytest.raises(ValueError, match="founders must be True, False or None"):
+        xsvd.patterson_scaling(gt, founders="yes")
+    _, w = xsvd.patterson_scaling(
+        gt.assign_coords(
+            father_id=("samples", np.full(30, "0")), mother_id=("samples", np.full(30, "0"))
+        )
+    )
+    assert w.attrs["frequencies_from"] == "all samples"  # no parents: every sample a founder
+
+
+@pytest.mark.skipif(shutil.which("plink2") is None, reason="plink2 is not installed")
+def test_founders_and_nonfounders_match_plink2_pca(tmp_path):
+    gt = _pedigree(n_founders=150, n_children=75, n_variants=2_000)
+    xsvd.write_plink(gt, tmp_path / "ped")
+    for extra, name in (([], "f"), (["--nonfounders"], "a")):
+        out = tmp_path / name
+        for cmd in (["--pca", "6", "meanimpute"], ["--freq"]):
+            proc = subprocess.run(
+                ["plink2", "--bfile", tmp_path / "ped", *cmd, *extra, "--out", out],
+                capture_output=True, text=True,
+            )  # fmt: skip
+            assert proc.returncode == 0, proc.stdout[-2000:]
+    bed = xsvd.open_plink(tmp_path / "ped")
+    founders = gt.father_id.values == "0"
+    # PLINK 2 (founders, its default): the frequencies, and the PCA with every sample
+    # centered at the founders' 2 p, as the docstring's recipe writes it
+    kept, w = xsvd.patterson_scaling(bed)
+    afreq = pd.read_csv(tmp_path / "f.afreq", sep="\t").set_index("ID")
+    np.testing.assert_allclose(
+        w.allele_frequency.values, afreq.loc[kept.variants.values, "ALT_FREQS"], atol=1e-6
+    )
+    z = (kept - 2 * w.allele_frequency).fillna(0)
+    res = z.svd.exact(k=6, center=False, weights=w)
+    eig = res.S.values**2 / w.attrs["n_variants"]
+    np.testing.assert_allclose(eig, np.loadtxt(tmp_path / "f.eigenval"), rtol=1e-4)
+    np.testing.assert_allclose(eig, _founder_truth(gt, founders)[1][:6], rtol=1e-5)
+    # --nonfounders: every sample, center=True
+    kept, w = xsvd.patterson_scaling(bed, founders=False)
+    res = kept.svd.exact(k=6, center=True, weights=w, missing="mean")
+    eig_all = res.S.values**2 / w.attrs["n_variants"]
+    np.testing.assert_allclose(eig_all, np.loadtxt(tmp_path / "a.eigenval"), rtol=1e-4)
+    assert np.abs(eig / eig_all - 1).max() > 3e-3  # the two differ by far more than that

@@ -20,7 +20,7 @@ COUNT_BLOCK_BYTES = 1 << 20
 
 
 def patterson_scaling(
-    gt: xr.DataArray, *, dim: Hashable = "samples"
+    gt: xr.DataArray, *, dim: Hashable = "samples", founders: bool | None = None
 ) -> tuple[xr.DataArray, xr.DataArray]:
     """PLINK 2's per-variant scaling for PCA (Patterson, Price & Reich 2006).
 
@@ -49,18 +49,38 @@ def patterson_scaling(
     divides by ``sqrt(p (1 - p))``, so its singular values are ``sqrt(2)``
     times these; U, V and explained-variance ratios are the same.
 
+    Founders: PLINK 2 takes the frequencies from the founders only, the
+    samples with no parent listed (``father_id`` and ``mother_id`` both
+    ``"0"``, as :func:`open_plink` and :func:`open_pgen` read them), unless
+    given ``--nonfounders``; so does this function by default. PLINK 2 then
+    centers every sample at ``2 p_j`` of the founders, where ``center=True``
+    removes the mean of all samples: where the data have non-founders, the
+    PCA of ``plink2 --pca`` (without ``--nonfounders``) is::
+
+        z = (kept - 2 * w.allele_frequency).fillna(0)   # missing calls: 2 p_j
+        res = z.svd.compressed(k=10, center=False, weights=w, krylov=True)
+
+    (each chunk unpacked as it is read), and ``founders=False`` with
+    ``center=True`` is ``plink2 --pca --nonfounders``.
+
     Parameters
     ----------
     gt : xarray.DataArray
         2-D allele counts, dims ``(variants, dim)`` in either order.
     dim : str
         The sample dimension.
+    founders : bool, optional
+        Take the frequencies from the founders only (True), from every
+        sample (False, PLINK 2's ``--nonfounders``), or (None, the default)
+        from the founders where the coordinates ``father_id``/``mother_id``
+        list a parent of some sample, else from every sample.
 
     Returns
     -------
     (xarray.DataArray, xarray.DataArray)
         ``gt`` without its monomorphic variants, and the weights along the
-        variants (with ``allele_frequency`` as a coordinate). The genotypes
+        variants (with ``allele_frequency`` as a coordinate, and the
+        attribute ``frequencies_from``: ``"founders"`` or ``"all samples"``). The genotypes
         name ``dim`` as their sample dimension (the attribute
         ``xsvd_sample_dim``), so ``.svd`` takes it without ``dim=``; packed
         genotypes (:func:`open_plink`, :func:`pack_genotypes`) stay packed,
@@ -93,7 +113,8 @@ def patterson_scaling(
     _check_sample_dim(gt, dim, vdim)
     gt = gt.copy(deep=False)
     gt.attrs[SAMPLE_DIM_ATTR] = dim
-    sums, counts = _called_sums(gt.transpose(vdim, dim).data)
+    chosen = _founders(gt, dim, founders)
+    sums, counts = _called_sums(gt.transpose(vdim, dim).data, chosen)
     p = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0) / 2
     keep = (counts > 0) & (p > 0) & (p < 1)
     w = np.zeros_like(p)
@@ -104,7 +125,11 @@ def patterson_scaling(
         coords={**{k: v for k, v in gt.coords.items() if v.dims == (vdim,)}},
         name="patterson_weight",
         # PLINK 2 divides S**2 by every variant it was given, monomorphic ones included
-        attrs={"long_name": "1 / sqrt(2 p (1 - p))", "n_variants": int(gt.sizes[vdim])},
+        attrs={
+            "long_name": "1 / sqrt(2 p (1 - p))",
+            "n_variants": int(gt.sizes[vdim]),
+            "frequencies_from": "all samples" if chosen is None else "founders",
+        },
     ).assign_coords(allele_frequency=(vdim, p))
     idx = np.flatnonzero(keep)
     if idx.size == gt.sizes[vdim]:
@@ -138,6 +163,36 @@ def _check_sample_dim(gt: xr.DataArray, dim: Hashable, vdim: Hashable) -> None:
             f"`dim={vdim!r}` (or leave `dim` out), and decompose with `dim={vdim!r}`; to "
             "analyse the transposed matrix, rename its dimensions first."
         )
+
+
+def _founders(gt: xr.DataArray, dim: Hashable, founders: bool | None) -> np.ndarray | None:
+    """The founders (no parent listed, as PLINK 2 counts them) as a host mask along ``dim``;
+    None for every sample."""
+    if founders is not None and not isinstance(founders, bool):
+        raise ValueError(f"founders must be True, False or None, got {founders!r}.")
+    if founders is False:
+        return None
+    parents = [gt.coords.get(c) for c in ("father_id", "mother_id")]
+    if not all(p is not None and p.dims == (dim,) for p in parents):
+        if founders:
+            raise ValueError(
+                f"founders=True needs the coordinates father_id and mother_id along {dim!r} "
+                "(open_plink and open_pgen read them from the .fam or .psam); pass "
+                "founders=False to take the frequencies from every sample."
+            )
+        return None
+    mask = np.ones(gt.sizes[dim], dtype=bool)
+    for p in parents:
+        mask &= np.asarray(p.values).astype(str) == "0"
+    if mask.all():
+        return None
+    if not mask.any():
+        raise ValueError(
+            "Every sample has a parent listed (father_id or mother_id not '0'), so there are "
+            "no founders to take allele frequencies from. Pass founders=False to take them "
+            "from every sample (PLINK 2's --nonfounders)."
+        )
+    return mask
 
 
 def select_variants(gt: xr.DataArray, vdim: Hashable, idx: np.ndarray) -> xr.DataArray:
@@ -197,27 +252,38 @@ def _take_in_memory(gt: xr.DataArray, vdim: Hashable, idx: np.ndarray) -> xr.Dat
     return xr.DataArray(picked, dims=gt.dims, coords=coords, name=gt.name, attrs=gt.attrs)
 
 
-def _called_sums(a):
-    """Per-row sum and count of the called (non-missing) values of a 2-D array."""
+def _called_sums(a, cols: np.ndarray | None = None):
+    """Per-row sum and count of the called (non-missing) values of a 2-D array, over the
+    columns where the host mask ``cols`` is True (all without one)."""
     if backend.is_dask(a):
         import dask
 
-        parts = [[dask.delayed(_block_sums)(b) for b in row] for row in a.to_delayed()]
+        bounds = np.cumsum([0, *a.chunks[1]])
+        masks = [
+            None if cols is None else cols[i:j]
+            for i, j in zip(bounds[:-1], bounds[1:], strict=True)
+        ]
+        parts = [
+            [dask.delayed(_block_sums)(b, m) for b, m in zip(row, masks, strict=True)]
+            for row in a.to_delayed()
+        ]
         rows = dask.compute(parts)[0]
         sums = np.concatenate([sum(r[0] for r in row) for row in rows])
         counts = np.concatenate([sum(r[1] for r in row) for row in rows])
         return sums, counts
-    return _block_sums(a)
+    return _block_sums(a, cols)
 
 
-def _block_sums(b):
-    """Per-row sums and counts of called values of one block, a few rows at a time on the
-    block's device; the two vectors come to the host once (NumPy)."""
-    row_bytes = math.ceil(b.shape[1] * backend.bytes_per_value(b))
-    step = max(1, COUNT_BLOCK_BYTES // max(1, row_bytes))
+def _block_sums(b, cols=None):
+    """Per-row sums and counts of called values of one block (over the columns ``cols``), a
+    few rows at a time on the block's device; the two vectors come to the host once."""
+    if cols is not None:  # selected on the device, rows unpacked as float64 first
+        cols = backend.transfer(np.flatnonzero(cols), like=b.data if backend.is_packed(b) else b)
+    per_value = backend.bytes_per_value(b) if cols is None else 8
+    step = max(1, COUNT_BLOCK_BYTES // max(1, math.ceil(b.shape[1] * per_value)))
     sums, counts = [], []
     for r0 in range(0, b.shape[0], step):
-        s, c = _rows_sums(b[r0 : min(r0 + step, b.shape[0]), :])  # in bounds (the standard)
+        s, c = _rows_sums(b[r0 : min(r0 + step, b.shape[0]), :], cols)  # in bounds
         sums.append(s)
         counts.append(c)
     if not sums:
@@ -226,11 +292,13 @@ def _block_sums(b):
     return backend.to_numpy(xp.concat(sums)), backend.to_numpy(xp.concat(counts))
 
 
-def _rows_sums(b):
-    if backend.is_packed(b) and not b.transposed:
+def _rows_sums(b, cols=None):
+    if backend.is_packed(b) and not b.transposed and cols is None:
         s, _, c = b.called_stats()
         return s, c
     xp = backend.api(b)
     x = b.astype(np.float64) if backend.is_packed(b) else backend.astype(b, np.float64)
+    if cols is not None:
+        x = xp.take(x, cols, axis=1)
     ok = ~GENOTYPES.mask(xp, x)
     return xp.sum(xp.where(ok, x, 0.0), axis=1), xp.sum(backend.astype(ok, np.int64), axis=1)
