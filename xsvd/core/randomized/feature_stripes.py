@@ -32,15 +32,14 @@ from .plan import Problem, ReadSpec
 from .state import FeatureStats, Sketch, Summable
 from .stripe import (
     DETECT,
-    HEAD_ROWS,
     Skip,
     add_product_without,
+    far_means,
     fill_missing,
     flag_columns,
     is_floating,
     nonfinite,
     norm_magnitudes,
-    offset_reference,
     quiet_overflow,
     scatter_rows,
     stripe_sub,
@@ -250,12 +249,6 @@ def _read_stripe(
     view = len(blocks) == 1 and column_scale is None and blocks[0].dtype == dtype
     for c0, c1 in sub_blocks(nj, m, spec.sub_block * (VIEW_SUB_BLOCKS if view else 1)):
         sub = stripe_sub(blocks, 1, c0, c1, dtype, column_scale)
-        ref = None if shift is None else shift[c0:c1]
-        if find:
-            ref = offset_reference(sub[: min(HEAD_ROWS, m), :], dtype)
-            shifted = shifted if ref is None else _put(shifted, c0, c1, ref)
-        if ref is not None:
-            sub = sub - xp.astype(ref, dtype)
         missing_all = None  # per feature of the sub-block: missing at every sample
         if detect and not by_sums:  # negative codes, or missing="mean" with known fills
             count = None
@@ -273,6 +266,9 @@ def _read_stripe(
         skip, flagged = None, None
         if isinstance(nan_columns, Skip):  # known from the first pass: never read
             skip, missing_all = nan_columns.part(c0, c1)
+        ref = None if shift is None else shift[c0:c1]  # the first pass's, filled data less it
+        if ref is not None:
+            sub = sub - xp.astype(ref, dtype)
         # (cs, l + 1): C_s W and the feature sums
         raw = xp.astype(t_product_without(sub, basis_ext, skip), f64, copy=False)
         bad = nonfinite(xp, raw[:, l]) if by_sums else None  # NaN (or inf) columns
@@ -299,6 +295,17 @@ def _read_stripe(
             if first and rule.fills:
                 zero = xp.zeros((c1 - c0,), dtype=dtype, device=dev)
                 fill[c0:c1] = scatter_rows(zero, flagged.idx, flagged.values)
+        if find:  # features far from zero: multiplied again less a reference
+            ref = far_means(raw[:, l], sq, float(m), dtype)
+            if ref is not None and flagged is not None:  # patched: as they are
+                ref = xp.where(xp.asarray(flagged.skip, device=dev), 0.0, ref)
+            if ref is not None:
+                sub = sub - xp.astype(ref, dtype)
+                raw = xp.astype(t_product_without(sub, basis_ext, skip), f64, copy=False)
+                sq = xp.astype(backend.column_sumsq(sub), f64)
+                if flagged is not None:
+                    raw, sq = _patched(xp, raw, sq, flagged, basis_ext)
+                shifted[c0:c1] = ref
         if amax is not None:
             source = spec.narrowing and column_scale is None
             amax[c0:c1] = norm_magnitudes(sq, sub, blocks, 1, c0, c1, source, missing_all)
@@ -336,9 +343,3 @@ def _read_stripe(
     if shifted is not None and backend.to_scalar(xp.any(shifted != 0.0)):
         stats.shift = shifted
     return Y, sums, stats
-
-
-def _put(x, start: int, stop: int, values):
-    """``x`` with ``x[start:stop] = values`` (in place)."""
-    x[start:stop] = values
-    return x

@@ -134,7 +134,6 @@ class SampleStripes:
             shift, exact = ex.call(_shift, reference, self.column_scale, pb.dtype, nout=2)
         elif subtract:
             shift, exact = ex.call(_shift, stats.mean, None, pb.dtype, nout=2)
-            exact = exact if reference is not None else None  # else: as before
         stripes = ex.stripes(after=fill if first else basis)
         if fill is not None and pb.column_scale is not None:
             fill = ex.call(_scaled_fill, fill, self.column_scale, pb.dtype)
@@ -158,8 +157,9 @@ class SampleStripes:
             stats = ex.call(
                 _first_pass_stats, total, pb.n_samples, self.spec, pb.locate, self.weights, exact
             )
-        # the data were read less ``exact`` (or uncentered): the rest is a rank-one correction
-        mean = stats.mean if shift is None else ex.call(_less, stats.mean, exact)
+        # what centering still takes off, as a rank-one correction: the mean (data read
+        # uncentered), the mean less the reference, or the rounding of the mean subtracted
+        mean = stats.mean if shift is None else ex.call(_less, stats.mean, exact, first, reference)
         cross, gram, mean_row = ex.call(
             _centered, total, basis_w, mean, self.weights, pb.n_samples, nout=3
         )
@@ -383,9 +383,13 @@ def _shift(values, column_scale, dtype):
     return shift, xp.astype(shift, xp.float64)
 
 
-def _less(mean, exact):
-    """``mean - exact``, or None when ``exact`` is None (nothing subtracted)."""
-    return None if exact is None else mean - exact
+def _less(mean, exact, first: bool, reference):
+    """What the rank-one correction takes off data read less ``exact``: on the first pass
+    ``mean - exact`` (``mean`` when nothing was subtracted); on later passes, which subtract
+    the mean, the rounding of it, where a reference is in use (else none, as always)."""
+    if first:
+        return mean if exact is None else mean - exact
+    return None if reference is None else mean - exact
 
 
 def _scaled_fill(fill, column_scale, dtype):

@@ -128,19 +128,30 @@ HEAD_ROWS = 64
 
 def offset_reference(head, dtype):
     """Per column of ``head`` (the first rows of floating-point data, in any dtype), the
-    value to subtract before multiplying in ``dtype``: the mean of the column's finite
-    values where it exceeds :data:`OFFSET_RATIO` times their spread, rounded to ``dtype``
-    (so that the reference subtracted is known exactly), 0 elsewhere. Float64; None when
-    no column needs one (the usual case: then nothing is subtracted and nothing changes).
-    One value to the host."""
+    reference to subtract before multiplying in ``dtype`` (see :func:`far_means`), from
+    its finite values, or None."""
     xp = backend.api(head)
     x = xp.astype(head, xp.float64)
     ok = xp.isfinite(x)
-    count = xp.maximum(xp.sum(xp.astype(ok, xp.float64), axis=0), 1.0)
-    mean = xp.sum(xp.where(ok, x, 0.0), axis=0) / count
-    dev = xp.where(ok, x - mean, 0.0)
-    var = xp.sum(dev * dev, axis=0) / count
-    far = xp.any(ok, axis=0) & (mean * mean > OFFSET_RATIO**2 * var)
+    x = xp.where(ok, x, 0.0)
+    count = xp.sum(xp.astype(ok, xp.float64), axis=0)
+    return far_means(xp.sum(x, axis=0), xp.sum(x * x, axis=0), count, dtype)
+
+
+def far_means(sums, sumsq, count, dtype):
+    """Per column, from its sum, sum of squares and count of values (float64; the count
+    may be one number for every column), the mean
+    where it exceeds :data:`OFFSET_RATIO` times the spread, rounded to ``dtype`` (so that
+    the reference subtracted is known exactly), 0 elsewhere; None when no column needs
+    one (the usual case: nothing is subtracted, nothing changes). Sums of squares that
+    cancel (float32 sums of data far from zero) still say "far". One value to the host."""
+    xp = backend.api(sums)
+    column = hasattr(count, "shape")  # a count per column, or one for all
+    n = xp.maximum(count, 1.0) if column else max(float(count), 1.0)
+    mean = sums / n
+    far = mean * mean > OFFSET_RATIO**2 * (sumsq / n - mean * mean)
+    if column:
+        far = far & (count > 0)
     if not backend.to_scalar(xp.any(far)):
         return None
     ref = xp.astype(xp.astype(xp.where(far, mean, 0.0), backend.to_dtype(xp, dtype)), xp.float64)
