@@ -317,18 +317,14 @@ def rotate(
     V = xp.permute_dims(backend.reshape(vdata, (n, vdata.size // n)), (1, 0))
     S = xp.astype(_where_like(sdata, vdata), xp.float64)
     L = xp.astype(V, xp.float64) * S[None, :]
-    valid = xp.all(xp.isfinite(L), axis=1)
-    if method == "varimax":
-        T, iterations = varimax(L[valid], max_iter=max_iter, rtol=rtol)
-    else:
-        T, iterations = promax(L[valid], power=power, max_iter=max_iter, rtol=rtol)
-    # sort by variance, then the sign rule of xsvd (largest-magnitude entry positive)
-    Lr = L[valid] @ T
+    Lv = L[xp.all(xp.isfinite(L), axis=1)]
+    fit, extra = (varimax, {}) if method == "varimax" else (promax, {"power": power})
+    T, iterations = fit(Lv, max_iter=max_iter, rtol=rtol, **extra)
+    # sort by variance, then xsvd's sign rule (each pattern's largest-magnitude entry positive)
+    Lr = Lv @ T
     ss = xp.sum(Lr**2, axis=0)
     order = xp.argsort(-ss, stable=True)
-    T = xp.take(T, order, axis=1)
-    Lr = xp.take(Lr, order, axis=1)
-    T, _ = fix_signs(T, Lr)
+    T, _ = fix_signs(xp.take(T, order, axis=1), xp.take(Lr, order, axis=1))
     L_rot = L @ T  # NaN rows stay NaN
     S_rot = xp.sqrt(xp.take(ss, order))
     with np.errstate(divide="ignore", invalid="ignore"):
