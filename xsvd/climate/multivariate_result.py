@@ -89,12 +89,6 @@ class MultivariateResult(Result):
         self.V = self._dataset(result.V, "right singular vectors (feature patterns) of {}")
 
     # ------------------------------------------------------------ protocol
-    def __iter__(self):
-        return iter((self.U, self.S, self.V))
-
-    def __len__(self) -> int:
-        return 3
-
     def __repr__(self) -> str:
         L = self._stack.layout
         k = self.S.sizes[COMPONENT]

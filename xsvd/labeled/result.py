@@ -88,12 +88,6 @@ class SVDResult(Result, statistics.StatisticsMethods):
         )
 
     # ------------------------------------------------------------ protocol
-    def __iter__(self):
-        return iter((self.U, self.S, self.V))
-
-    def __len__(self) -> int:
-        return 3
-
     def __repr__(self) -> str:
         L = self._layout
         k = self.S.sizes[COMPONENT]
@@ -174,10 +168,6 @@ class SVDResult(Result, statistics.StatisticsMethods):
     def units(self) -> _units.Units | None:
         """The pint units of the decomposition (:class:`xsvd.labeled.units.Units`), or None."""
         return self._units
-
-    def unit_of(self, which: str):
-        """Pint units of ``"data"``, ``"singular"`` or ``"variance"``; None when plain."""
-        return None if self._units is None else getattr(self._units, which)
 
     @property
     def singular_values(self) -> xr.DataArray:

@@ -83,10 +83,6 @@ def _scaling_code(scaling, names: dict, what: str, eofs_name: str) -> int:
     )
 
 
-def _n_samples(res) -> int:
-    return res.n_samples
-
-
 # ------------------------------------------------------------ eigenvalues
 def eigenvalues(res, *, ddof: int = 1) -> xr.DataArray:
     """The variance of each component, ``S**2 / (n - ddof)``.
@@ -105,7 +101,7 @@ def eigenvalues(res, *, ddof: int = 1) -> xr.DataArray:
     >>> bool(abs(lam - res.S**2 / 47).max() < 1e-9)
     True
     """
-    n = _n_samples(res)
+    n = res.n_samples
     ddof = _check_ddof(ddof, n)
     s = res.singular_values
     with np.errstate(over="ignore"):
@@ -124,7 +120,7 @@ def eigenvalues(res, *, ddof: int = 1) -> xr.DataArray:
 def _sqrt_eigenvalues(res, ddof: int):
     """``sqrt(lambda)`` as plain numbers (a DataArray over component)."""
     s = res.singular_values
-    return s / moments.scalar_like(np.sqrt(_n_samples(res) - ddof), s)
+    return s / moments.scalar_like(np.sqrt(res.n_samples - ddof), s)
 
 
 def pcs(res, *, scaling: str | int = "singular", ddof: int = 1) -> xr.DataArray:
@@ -157,7 +153,7 @@ def pcs(res, *, scaling: str | int = "singular", ddof: int = 1) -> xr.DataArray:
     array([1., 1., 1.])
     """
     code = _scaling_code(scaling, PC_SCALINGS, "PC", "pcscaling")
-    n = _n_samples(res)
+    n = res.n_samples
     ddof = _check_ddof(ddof, n)
     if code == 0:
         factor, power = res.singular_values, 1
@@ -205,7 +201,7 @@ def eofs(
     ('component', 'lat', 'lon')
     """
     code = _scaling_code(scaling, EOF_SCALINGS, "EOF", "eofscaling")
-    n = _n_samples(res)
+    n = res.n_samples
     ddof = _check_ddof(ddof, n)
     V = res.V
     if code == 0:
@@ -263,7 +259,7 @@ def north_errors(res, *, ddof: int = 1, ratio: bool = False) -> xr.DataArray:
     >>> bool(abs(err - res.eigenvalues() * (2 / 48) ** 0.5).max() < 1e-9)
     True
     """
-    n = _n_samples(res)
+    n = res.n_samples
     ddof = _check_ddof(ddof, n)
     factor = moments.scalar_like(np.sqrt(2.0 / n), res.singular_values)
     if ratio:
@@ -356,7 +352,7 @@ def covariance_maps(res, data: xr.DataArray, *, ddof: int = 1) -> xr.DataArray:
     >>> bool(abs(cov - eof).max() < 1e-9), cov.attrs["units"]
     (True, 'degC')
     """
-    n = _n_samples(res)
+    n = res.n_samples
     ddof = _check_ddof(ddof, n)
     x, units, name = _aligned_field(res, data)
     m = moments.moments(res.U, x, res.sample_dims, second=False)
