@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import raise_if_dask_computes
+from conftest import CountingArray, raise_if_dask_computes
 
 import xsvd
 
@@ -123,3 +123,14 @@ def test_patterson_scaled_genotype_pca_is_silent(silent):
     packed = xsvd.pack_genotypes(gt)
     kept, w = xsvd.patterson_scaling(packed)
     kept.svd.compressed(3, dim="samples", center=True, weights=w, missing="mean", seed=0)
+
+
+def test_the_check_reads_nothing_more():
+    """Judged from U and S: each chunk is read once per pass of the solver, no more."""
+    import dask.array as da
+
+    src = CountingArray(_anomalies() + 15.0)
+    x = xr.DataArray(da.from_array(src, chunks=(20, -1)), dims=("time", "cell"))
+    with pytest.warns(UserWarning, match=WARNING):
+        res = x.svd.compressed(3, dim="time", seed=0, n_power_iter=2)
+    assert set(src.reads.values()) == {res.settings["passes"]}
