@@ -41,7 +41,7 @@ Every step is float64.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -66,9 +66,9 @@ __all__ = ["Reads", "Stopping", "Batch", "run_batch"]
 
 #: Why a batch's passes stopped (``settings["stopped"]``).
 CONVERGED, CAP, SPACE_FULL, FIXED = "converged", "cap", "space full", "n_power_iter"
-#: Per-stripe partial sums added per task over Dask stripes (a few feature-sized sums
+#: Per-stripe partial sums added per task over Dask stripes (few feature-sized sums
 #: alive at once over stripes of samples).
-SPLIT_EVERY = 4
+SPLIT_EVERY = 2
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,14 @@ class Sums(Summable):
     missing: Any = None
     infinite: Any = None
     amax: Any = None
+
+    def __add__(self, other):
+        """Field by field, the products in place (each stripe's sums are added once: no
+        third feature-sized array per addition)."""
+        product = self.product
+        if product is not None:
+            product += other.product
+        return replace(Summable.__add__(replace(self, product=None), other), product=product)
 
 
 class Reads:
@@ -205,6 +213,7 @@ class Reads:
             self.means = sums.colsum / m if center else None
         means = self._means(active)
         G = self._weighted(sums.product, counts, T, means, square=True)
+        sums = None  # the products go before the next read
         if first and center and self.shift is None:  # the data's means: subtracted from now on
             self.shift = self.means[:, 0]
             self.means = means = self.means - self.means[:, :1]
@@ -336,7 +345,7 @@ def _feature_pass(
         if first:
             stats.append(_measure(xp, x, nan))
         if center:  # every sample is here: the exact means; the replicates' are corrections
-            x = x - xp.mean(x, axis=0)
+            x -= xp.mean(x, axis=0)  # x is a fresh copy (`_sub`)
         f = stop - start
         Y = xp.reshape(x.T @ flat, (f, B, l))
         mu = (x.T @ C) / m if center else None  # f x B
@@ -374,13 +383,13 @@ def _sample_co(blocks, offset, scale, shift, C, T, first, sub_block):
     Ci = C[offset : offset + mi, :]
     ST = xp.sqrt(Ci).T[:, :, None] * T[:, offset : offset + mi, :]
     flat = xp.reshape(xp.permute_dims(ST, (1, 0, 2)), (mi, B * l))
-    out = None
-    for start, stop in sub_blocks(mi, n, sub_block):
+    out = None  # sub-blocks at least as large as the products: those are few
+    for start, stop in sub_blocks(mi, n, max(sub_block, n * B * l)):
         xp, x, nan = _sub(blocks, 0, start, stop, scale)
         if first:
             missing, infinite, amax = _measure(xp, x, nan)
         if shift is not None:
-            x = x - shift
+            x -= shift
         part = Sums(x.T @ flat[start:stop, :])
         if first:
             part = Sums(part.product, None, x.T @ Ci[start:stop, :], missing, infinite, amax)
@@ -401,7 +410,7 @@ def _sample_apply(blocks, offset, scale, shift, C, G, corr, w, first, sub_block)
     for start, stop in sub_blocks(mi, n, sub_block):
         xp, x, _ = _sub(blocks, 0, start, stop, scale)
         if shift is not None:
-            x = x - shift
+            x -= shift
         Z = xp.reshape(x @ flat, (stop - start, B, l))
         if corr is not None:
             Z = Z - corr[None, :, :]
