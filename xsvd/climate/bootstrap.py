@@ -28,7 +28,7 @@ from ..labeled.base import Result, errors_part
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
 from ..labeled.units import quantify
-from .resampling import CAP, CONVERGED, FIXED, SPACE_FULL, Reads, Stopping, relative_error
+from .resampling import CONVERGED, FIXED, MAX_PASSES, SPACE_FULL, Reads, Stopping, relative_error
 from .resampling import run_batch as _run_batch
 
 __all__ = ["bootstrap", "BootstrapResult"]
@@ -38,7 +38,7 @@ REPLICATE = "replicate"
 #: replicate's singular values or residuals) is above this: the replicates are not converged.
 FIXED_PASSES_WARNING = 1e-2
 #: ``settings["stopped"]`` of several batches: the first of these that any batch gave.
-_REASONS = (CAP, FIXED, CONVERGED, SPACE_FULL)
+_REASONS = (MAX_PASSES, FIXED, CONVERGED, SPACE_FULL)
 
 
 def _check(name, value, low):
@@ -146,9 +146,10 @@ def bootstrap(
         ``component, bound``: lower, upper percentiles); all of them together
         as the Dataset ``replicates``. Every part stays on the data's device.
         ``settings``: ``reads`` (of the data, in all), ``passes`` (the most of
-        any batch), ``stopped`` (why: ``"converged"``, ``"cap"``, ``"space
-        full"`` or ``"n_power_iter"``) and ``estimated_error`` (the largest
-        estimated relative error of any replicate).
+        any batch), ``stopped`` (why, as :func:`xsvd.compressed` says it:
+        ``"converged"``, ``"max_passes"``, ``"space full"`` or
+        ``"n_power_iter"``) and ``estimated_error`` (the largest estimated
+        relative error of any replicate).
 
     Notes
     -----

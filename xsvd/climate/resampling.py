@@ -11,7 +11,7 @@ runs block Krylov (block Lanczos with full reorthogonalization, the core's
 reads, and stops as the core's solvers do: by default once every
 replicate's estimated relative errors of its ``k`` singular values and
 residuals are below ``tol`` (a replicate that has converged is not
-multiplied again), when the Krylov space fills the samples, or at the cap
+multiplied again), when the Krylov space fills the samples, or at ``max_passes``
 (:class:`Stopping`).
 
 The data are read through the core (:class:`Reads`): its executors
@@ -52,10 +52,15 @@ from ..core.missing import check_infinite, check_nan_counts
 from ..core.randomized.executors import Eager, Stepwise
 from ..core.randomized.magnitude import needs_rescaling, rescaling, times_power_of_two
 from ..core.randomized.small import (
+    CONVERGED,
+    FIXED,
+    MAX_PASSES,
+    SPACE_FULL,
     estimates_are_bounds,
     krylov_finish,
     orth,
     orth_against,
+    relative_errors,
     thin_errors,
     unknown_errors,
 )
@@ -64,8 +69,6 @@ from ..core.randomized.stripe import quiet_overflow, stripe_sub, sub_blocks
 
 __all__ = ["Reads", "Stopping", "Batch", "run_batch"]
 
-#: Why a batch's passes stopped (``settings["stopped"]``).
-CONVERGED, CAP, SPACE_FULL, FIXED = "converged", "cap", "space full", "n_power_iter"
 #: Per-stripe partial sums added per task over Dask stripes (few feature-sized sums
 #: alive at once over stripes of samples).
 SPLIT_EVERY = 2
@@ -87,7 +90,7 @@ class Stopping:
     @property
     def limit(self) -> str:
         """The reason given when ``most`` passes were made."""
-        return CAP if self.tol is not None else FIXED
+        return MAX_PASSES if self.tol is not None else FIXED
 
 
 @dataclass(frozen=True)
@@ -495,9 +498,7 @@ def _converged(bases: list, crosses: list, k: int, stop: Stopping) -> list[bool]
 
 
 def relative_error(S, errors):
-    """The largest of the relative S errors and residuals: ``S`` (..., k), ``errors`` (..., k,
-    3) of one replicate or of many, on their device; inf where ``S`` is 0."""
+    """The largest relative S error or residual (the core's :func:`relative_errors`) of
+    one replicate or many: ``S`` (..., k), ``errors`` (..., k, 3); inf where ``S`` is 0."""
     xp = backend.api(errors)
-    positive = S > 0
-    rel = xp.where(positive, errors[..., 0] / xp.where(positive, S, 1.0), xp.inf)
-    return xp.max(xp.maximum(rel, errors[..., 2]))
+    return xp.max(relative_errors(xp.reshape(errors, (-1, 3)), xp.reshape(S, (-1,))))
