@@ -196,16 +196,18 @@ def column_stats(x, *, center: bool, padding: str, decay_factor: float):
     mean = xp.sum(x, axis=0) / max(x.shape[0], 1)
     p = x - mean if center else x
     std = xp.sqrt(xp.mean((x - mean) ** 2, axis=0))
+    energy = xp.sum(p * p, axis=0)
+    N = p.shape[0]
+    if padding == "none":  # Parseval: H keeps the power of every frequency but 0 and N/2
+        lost = xp.sum(p, axis=0) ** 2
+        if N % 2 == 0:
+            odd = xp.astype(xp.arange(N, device=backend.device(p)) % 2, xp.float64)
+            lost = lost + xp.sum(p * (1.0 - 2.0 * odd)[:, None], axis=0) ** 2
+        return xp.stack([nans, infs, amax, mean / unit, std / unit, 2 * energy - lost / N, unit])
     step = FFT_COLUMNS if backend.is_numpy(p) else max(1, p.shape[1])
-    energy = [
-        xp.sum(p[:, j : j + step] ** 2, axis=0)
-        + xp.sum(
-            hilbert_transform(p[:, j : j + step], padding=padding, decay_factor=decay_factor) ** 2,
-            axis=0,
-        )  # fmt: skip
-        for j in range(0, p.shape[1], step)
-    ]
-    energy = xp.concat(energy, axis=0) if energy else xp.zeros_like(amax)
+    for j in range(0, p.shape[1], step):
+        h = hilbert_transform(p[:, j : j + step], padding=padding, decay_factor=decay_factor)
+        energy[j : j + step] += xp.sum(h * h, axis=0)
     return xp.stack([nans, infs, amax, mean / unit, std / unit, energy, unit], axis=0)
 
 

@@ -45,6 +45,8 @@ __all__ = ["AnalyticField", "prepare", "BLOCK_VALUES", "STRIPE_VALUES"]
 
 #: Values of the data per block of features in a product (in memory; ~32 MiB of float64).
 BLOCK_VALUES = 1 << 22
+#: Blocks are split at left-out features where the runs between them average this many.
+MIN_RUN = 64
 #: Values per block of the statistics (a few temporaries of its size each, per thread).
 STATS_VALUES = 1 << 19
 #: Dask data with the samples in several chunks: values per stripe of features gathered
@@ -103,10 +105,17 @@ class AnalyticField:
         return m < n and (not backend.is_dask(self.data) or len(self.data.chunks[0]) == 1)
 
     def blocks(self) -> list[tuple[int, int]]:
-        """Kept-feature ranges ``[s, e)`` of about :data:`BLOCK_VALUES` values (in memory)."""
+        """Kept-feature ranges ``[s, e)`` of about :data:`BLOCK_VALUES` values (in memory),
+        split where features are left out (land) unless those gaps are many, so that
+        :meth:`columns` is a view of the data, not a copy."""
         m, n = self.shape
         step = max(1, BLOCK_VALUES // max(m, 1))
-        return [(s, min(n, s + step)) for s in range(0, n, step)]
+        edges = set(range(0, n, step)) | {n}
+        gaps = np.flatnonzero(np.diff(self.kept) > 1) + 1
+        if gaps.size * MIN_RUN <= n:
+            edges |= set(gaps.tolist())
+        edges = sorted(edges)
+        return list(zip(edges[:-1], edges[1:], strict=True))
 
     def columns(self, s: int, e: int):
         """The data's kept features ``s`` to ``e`` (a view where they are contiguous)."""

@@ -11,19 +11,22 @@ where it is ahead or behind, that of ``U`` its progress in time
 
 How ``Z`` is decomposed
 -----------------------
-``Z`` is read a block of features at a time (every sample of each), on
-NumPy, Dask and devices alike (:mod:`.analytic_field`):
+``Z`` is read as the data are stored (:mod:`.analytic_field`), on NumPy,
+Dask and devices alike:
 
 - ``method="exact"``: the dense complex SVD of ``Z`` (LAPACK's, or the
-  device library's ``linalg.svd``), ``Z`` formed a block at a time.
+  device library's ``linalg.svd``), ``Z`` formed a block of features at a
+  time (every sample of each).
 - ``method="compressed"``: xsvd's matrix-free block Krylov solver
   (:func:`xsvd.core.randomized.operator.operator_svd`, with its error
   estimates and stopping) on the real form ``R = [[P, -Q], [Q, P]]``
-  (``2m x 2n``), which is never formed: its products are ``Z``'s complex
-  products in real arithmetic, ``R [W1; W2] = [Re(Z Wc); Im(Z Wc)]`` with
-  ``Wc = W1 + i W2`` and ``R^T [T1; T2] = [Re(Z^H Tc); Im(Z^H Tc)]``. In
-  memory, ``Q`` is computed once and kept (one float64 copy of the field);
-  Dask chunks are transformed on the fly at each read. ``R`` is ``Z``
+  (``2m x 2n``), which is never formed: ``Q = H P`` with ``H`` the
+  transform along the samples (a linear map), so ``R^T [T1; T2] = P^T [T1 +
+  H^T T2, T2 - H^T T1]`` and ``R [W1; W2] = [C1 - H C2; H C1 + C2]`` with
+  ``[C1, C2] = P [W1, W2]``: the transform acts on the solver's small blocks
+  on the sample side, the data are multiplied as they are (one product
+  each way, any chunks), and neither ``Q`` nor a copy of the data is kept.
+  ``R`` is ``Z``
   acting on ``C^n`` seen as ``R^{2n}``: every singular value of ``Z``
   appears twice, with vectors ``[Re u; Im u]`` and ``[-Im u; Re u]``. The
   complex-linear part of the rank-``2k`` result, ``(1/2) U_c diag(S) V_c^H``
@@ -358,24 +361,27 @@ def hilbert_eof(
     would spread each gap over the whole series. Features NaN at every
     sample stay NaN in ``V``.
 
-    Memory: neither the real form nor a complex copy of the field is
-    formed. In memory (NumPy or a device), ``method="compressed"`` keeps one
-    float64 copy of the field's transform beside the data (measured peak
-    about 2.6x the field, :file:`benchmarks/results/hilbert.md`);
-    ``method="exact"`` forms the complex ``Z`` (16 bytes a value) for LAPACK.
+    Infinite values are an error naming the features
+    (:class:`xsvd.InfiniteValueError`). Data of any magnitude (1e-300 to
+    1e300) are decomposed through one power of two that brings them near 1:
+    ``S``, its errors and the variance shares are right, ``total_variance``
+    is ``inf`` or 0 where it is beyond float64. With ``standardize=True``
+    constant features (the rule of ``docs/input-rules.md``) get weight 0.
 
-    Dask: the transform needs each series whole. Data chunked along the
-    features only (every sample in each chunk, e.g. stored with ``{"time":
-    -1}``) stream: each read holds a chunk and small pieces of it (0.35 GB for
-    a 0.39 GB field in chunks of 10 latitudes). A sample dimension in several
-    chunks is put in one, lazily (the features in blocks of about 32 MiB):
-    Dask's rechunk then holds much of the field while a read gathers the
-    series (0.85 GB for the same field in chunks of 250 samples). A warning
-    says when a block exceeds 256 MiB. The data are read once for the
-    feature statistics, then once per pass of the solver (both products of a
-    pass from one read of each block when the samples are fewer than the
-    features, else one read per product); each read transforms its blocks
-    again. The results are computed (NumPy).
+    Memory: neither the real form, the transform of the field, nor a complex
+    or centered copy of it is formed for ``method="compressed"``: beside the
+    data, blocks of a few columns and the solver's Krylov basis
+    (:file:`benchmarks/results/hilbert.md`). ``method="exact"`` forms the
+    complex ``Z`` (16 bytes a value) for LAPACK.
+
+    Dask: one read for the feature statistics (and ``||Z||^2``), which needs
+    each series whole: chunks that hold every sample are read as they are;
+    with the samples in several chunks, stripes of features (about 64 MiB)
+    are gathered one at a time (each chunk is read once per stripe it
+    meets). Then one read per pass of the solver, the chunks as they are
+    (both products of a pass from one read where every chunk holds every
+    sample and the samples are fewer than the features, else one read per
+    product). The results are computed (NumPy).
 
     References
     ----------
