@@ -224,8 +224,9 @@ def bootstrap(
     dots = xp.concat([ones, *dots])
     settings = _settings(opts, stop, batches, reader, center, ci)
     parts = dict(S=S, ratio=ratio, dots=dots, original=original, U0=U0, Vs=Vs, errors=errors0)
-    ds = _dataset(layout, reader.put(counts), parts, ci, settings)
-    return BootstrapResult.from_replicates(ds, units)
+    parts = _parts(layout, reader.put(counts), parts, ci)
+    record = {"settings": settings, "method": "bootstrap", "units": describe_units(units)}
+    return BootstrapResult(parts, record)
 
 
 def _flips(negative):
@@ -294,7 +295,8 @@ def _quantiles(x, levels):
     return xp.stack(out, axis=1)
 
 
-def _dataset(layout, counts, parts: dict, ci, settings: dict) -> xr.Dataset:
+def _parts(layout, counts, parts: dict, ci) -> dict:
+    """The result's parts, labeled (their coordinates merged as a Dataset's)."""
     S, dots, original = parts["S"], parts["dots"], parts["original"]
     xp = backend.api(S)
     k = S.shape[1]
@@ -323,15 +325,19 @@ def _dataset(layout, counts, parts: dict, ci, settings: dict) -> xr.Dataset:
     ratio = parts["ratio"]
     S0 = xr.DataArray(S[0, ...], dims=(COMPONENT,), coords=comp)
     data = {
-        "explained_variance_ratio": (pair, ratio[1:, ...]),
-        "singular_values": (pair, S[1:, ...]),
+        "replicate_explained_variance_ratio": (pair, ratio[1:, ...]),
+        "replicate_singular_values": (pair, S[1:, ...]),
         "congruence": (pair, congruence),
         "counts": (
             (REPLICATE, *layout.sample_dims),
             xp.reshape(xp.astype(counts[:, 1:].T, xp.int64), (n, *sample_shape)),
         ),
-        "original_explained_variance_ratio": ((COMPONENT,), ratio[0, ...]),
-        "original_singular_values": S0,
+        "explained_variance_ratio": xr.DataArray(
+            ratio[0, ...],
+            dims=(COMPONENT,),
+            attrs={"long_name": "fraction of total variance explained", "units": "1"},
+        ),
+        "S": S0,
         "V": V,
         "U": U,
         "explained_variance_ratio_ci": interval(ratio[1:, ...]),
@@ -348,11 +354,8 @@ def _dataset(layout, counts, parts: dict, ci, settings: dict) -> xr.Dataset:
     coords = {**rep, **comp, **sample_coords}
     coords.update({c: v for c, v in V.coords.items() if c not in coords})
     coords.update({c: v for c, v in U.coords.items() if c not in coords})
-    attrs = {key: "None" if value is None else value for key, value in settings.items()}
-    attrs["center"] = int(settings["center"])
-    if "error_bounds" in attrs:
-        attrs["error_bounds"] = int(attrs["error_bounds"])
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    ds = xr.Dataset(data, coords=coords)
+    return {"replicate_V": None, **{name: ds[name] for name in ds.data_vars}}
 
 
 #: ``bootstrap``'s per-replicate parts: their names in :attr:`BootstrapResult.replicates`.
@@ -387,25 +390,6 @@ class BootstrapResult(Result):
         "a bootstrap describes the spread of the components; project with `xsvd.svd`'s result."
     )
     OPTIONAL_PARTS = ("replicate_V", "errors")
-
-    @classmethod
-    def from_replicates(cls, ds: xr.Dataset, units=None) -> BootstrapResult:
-        """The result of the Dataset that :func:`bootstrap` assembles."""
-        parts = {"S": ds["original_singular_values"].rename("S"), "U": ds["U"], "V": ds["V"]}
-        parts["explained_variance_ratio"] = (
-            ds["original_explained_variance_ratio"]
-            .rename("explained_variance_ratio")
-            .assign_attrs(long_name="fraction of total variance explained", units="1")
-        )
-        for part, name in _REPLICATE_PARTS.items():
-            parts[part] = ds[name].rename(part) if name in ds else None
-        parts["errors"] = ds["errors"] if "errors" in ds else None
-        settings = {key: (None if v == "None" else v) for key, v in ds.attrs.items()}
-        settings["center"] = bool(settings["center"])
-        if "error_bounds" in settings:
-            settings["error_bounds"] = bool(settings["error_bounds"])
-        record = {"settings": settings, "method": "bootstrap", "units": describe_units(units)}
-        return cls(parts, record)
 
     def __repr__(self) -> str:
         return (
