@@ -24,7 +24,10 @@ in a **fresh Python process**, which reports its own peak resident set size
 - ``hilbert``: ``xsvd.hilbert_eof(left, k, method="compressed", seed=0)`` and its
   ``explained_variance_ratio``;
 - ``bootstrap``: ``xsvd.bootstrap(left, k, n_replicates=10, seed=0)`` and its
-  ``explained_variance_ratio``.
+  ``explained_variance_ratio`` and ``replicate_explained_variance_ratio``.
+
+The table gives each run's largest difference in these numbers from the same case
+and layout in the first tree (the same results?).
 
 ``--compare DIR`` runs the same in another source tree (e.g. ``git archive
 HEAD~3 | tar -x -C DIR``) on the same stores, one after the other
@@ -80,7 +83,8 @@ elif case == "hilbert":
     out = res.explained_variance_ratio.values
 elif case == "bootstrap":
     res = xsvd.bootstrap(left, k, n_replicates=10, dim="time", seed=0)
-    out = res.explained_variance_ratio.values
+    ratios = res.replicate_explained_variance_ratio.values.ravel()
+    out = np.r_[res.explained_variance_ratio.values, ratios]
 seconds = time.perf_counter() - t0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"seconds": seconds, "peak_bytes": peak, "values": [float(v) for v in out]}))
@@ -203,9 +207,12 @@ def markdown(report: dict) -> str:
         "(`ru_maxrss`, imports included).",
         "",
         "| tree | layout | case | time s | peak RSS GB | over the plain EOF GB "
-        "| goal (≤ EOF + 0.3 GB) |",
-        "|---|---|---|---|---|---|---|",
+        "| goal (≤ EOF + 0.3 GB) | max difference from the first tree |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    first = {}
+    for r in report["runs"]:
+        first.setdefault((r["case"], r.get("layout", "time")), r.get("values"))
     eof = {
         (r["tree"], r.get("layout", "time")): r.get("peak_bytes")
         for r in report["runs"]
@@ -214,15 +221,22 @@ def markdown(report: dict) -> str:
     for r in report["runs"]:
         where = f"| {r['tree']} | {r.get('layout', 'time')} | {r['case']}"
         if "error" in r:
-            lines.append(f"{where} | failed: {r['error']} | | | |")
+            lines.append(f"{where} | failed: {r['error']} | | | | |")
             continue
         base = eof.get((r["tree"], r.get("layout", "time")))
         over = (r["peak_bytes"] - base) / 1e9 if base else float("nan")
         goal = (
             "" if r["case"] in ("open", "eof") or not base else ("met" if over <= 0.3 else "MISSED")
         )
+        ref, values = first.get((r["case"], r.get("layout", "time"))), r.get("values")
+        same = (
+            f"{max(abs(a - b) for a, b in zip(ref, values, strict=True)):.1e}"
+            if ref and values and len(ref) == len(values)
+            else ""
+        )
         lines.append(
-            f"{where} | {r['seconds']:.1f} | {r['peak_bytes'] / 1e9:.2f} | {over:+.2f} | {goal} |"
+            f"{where} | {r['seconds']:.1f} | {r['peak_bytes'] / 1e9:.2f} | {over:+.2f} | {goal} "
+            f"| {same} |"
         )
     return "\n".join(lines) + "\n"
 

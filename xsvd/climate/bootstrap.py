@@ -243,7 +243,7 @@ def _settings(opts, stop: Stopping, batches: list, reader: Reads, center, ci) ->
     """``settings`` of the result (JSON-able), with the warnings they call for."""
     passes = max(b.passes for b in batches)
     stopped = next(r for r in _REASONS if any(b.stopped == r for b in batches))
-    reached = max(float(reader.host(relative_error(b.S, b.errors))) for b in batches)
+    reached = max(float(backend.to_numpy(relative_error(b.S, b.errors))) for b in batches)
     settings = ordered_settings(
         n_power_iter=passes - 1,
         n_oversamples=opts.n_oversamples,

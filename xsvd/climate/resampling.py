@@ -4,39 +4,22 @@ A replicate that draws sample ``i`` ``c_i`` times is the matrix
 
     B_c = diag(sqrt(c)) (A - 1 mu_c^T) diag(w),    mu_c = A^T c / m,
 
-whose Krylov space lives on the sample side (``B_c B_c^T``, samples x
-samples: small, and the replicate's weights are per sample). :func:`run_batch`
-runs block Krylov (block Lanczos with full reorthogonalization, the core's
-:mod:`xsvd.core.randomized.small`) on every replicate of a batch in the same
-reads, and stops as the core's solvers do: by default once every
-replicate's estimated relative errors of its ``k`` singular values and
-residuals are below ``tol`` (a replicate that has converged is not
-multiplied again), when the Krylov space fills the samples, or at ``max_passes``
-(:class:`Stopping`).
+whose Krylov space lives on the sample side (``B_c B_c^T``: small, and the
+replicate's weights are per sample). :func:`run_batch` runs block Krylov (the
+core's :mod:`xsvd.core.randomized.small`) on every replicate of a batch in the
+same reads and stops as the core's solvers do (:class:`Stopping`); a replicate
+that has converged is not multiplied again.
 
-The data are read through the core (:class:`Reads`): its executors
-(:mod:`xsvd.core.randomized.executors`: at once in memory, one
-``dask.compute`` per read for Dask data, so nothing of the data outlives a
-read) cut them into stripes as their chunks are, and its stripe reading
-(:func:`~xsvd.core.randomized.stripe.stripe_sub`) converts a float64
-sub-block at a time, multiplied by per-feature powers of two where the
-magnitudes call for it (:mod:`xsvd.core.randomized.magnitude`). No rechunk and
-no stripe-sized copy:
-
-- stripes of features (each holds every sample): one read per pass gives every
-  replicate's ``B_c B_c^T T_c``, each stripe centered on its own exact means;
-- stripes of samples (Dask data chunked along the samples only, each stripe
-  holding every feature): two reads per pass, ``Y_c = B_c^T T_c`` (summed over
-  the stripes, features x block) and then ``B_c Y_c`` (each stripe its rows).
-
-The first read of a batch also counts each feature's NaN and infinite values
-and measures its magnitude: partial NaN raise :class:`MissingValueError`,
-infinite values the core's :class:`InfiniteValueError` (both naming the
-features), and data too large or too small for float64 products are read
-again, rescaled. Only small arrays cross between host and device (counted by
-:func:`xsvd.core.backend.transfer`): counts and start blocks going in, per-feature
-counts once per batch and a few numbers per replicate and pass coming out.
-Every step is float64.
+The data are read through the core (:class:`Reads`): its executors (at once
+in memory; one ``dask.compute`` per read for Dask data, nothing rechunked) and
+its stripe reading (a float64 sub-block at a time, rescaled by powers of two
+where the magnitudes call for it, :mod:`xsvd.core.randomized.magnitude`).
+Stripes of features (each holds every sample) give every replicate's ``B_c
+B_c^T T_c`` in one read per pass; Dask stripes of samples (each holds every
+feature) in two, ``Y_c = B_c^T T_c`` (summed over the stripes) and ``B_c Y_c``.
+The first read of a batch counts each feature's NaN and infinite values and
+measures its magnitude (errors name the features). Only small arrays cross
+between host and device. Every step is float64.
 """
 
 from __future__ import annotations
@@ -178,10 +161,6 @@ class Reads:
         """A host array in float64, moved to where the data's blocks are (counted)."""
         return backend.transfer(np.asarray(x, dtype=np.float64), self.like)
 
-    def host(self, x) -> np.ndarray:
-        """A small array of the data's device on the host (counted)."""
-        return backend.to_numpy(x)
-
     def _read(self, fn, *args, nout: int = 1):
         """``fn(blocks, offset, *args)`` on every stripe in one read: the sum of the first
         outputs and (``nout=2``) the list of the second, computed."""
@@ -273,7 +252,7 @@ class Reads:
         """Check a batch's first read (per feature: NaN and infinite counts, largest finite
         magnitude); True when the data must be read again, rescaled."""
         m = self.n_samples
-        host = self.host(self.xp.stack([missing, infinite, amax]))  # one move
+        host = backend.to_numpy(self.xp.stack([missing, infinite, amax]))  # one move
         check_infinite(host[1] > 0, locate=self.locate)
         try:
             self.nan_mask = check_nan_counts(host[0], m, locate=self.locate)
