@@ -20,9 +20,10 @@ Runs (``--runs``, all by default):
 
 - ``xsvd``: ``xsvd.hilbert_eof(field, k)`` at the defaults (padding "exp");
 - ``xsvd-none``: the same with ``padding="none"``, the problem xeofs solves;
-- ``xsvd-tol``: ``padding="none"``, ``tol=1e-10, max_passes=40`` (accuracy nearer xeofs');
-- ``dask-samples``: Dask chunks of 250 samples x every feature (rechunked
-  lazily to whole series), ``padding="none"``;
+- ``xsvd-tol``: ``padding="none"``, ``tol=--tol`` (default 1e-10), ``max_passes=40``
+  (accuracy nearer xeofs');
+- ``dask-samples``: Dask chunks of 250 samples x every feature (read as they
+  are), ``padding="none"``;
 - ``dask-features``: Dask chunks of every sample x 10 latitudes (each made as
   such, no rechunk), ``padding="none"``;
 - ``dask-exp``: ``dask-samples`` at the default padding ("exp");
@@ -61,7 +62,7 @@ CHILD = r"""
 import json, os, sys, time
 import numpy as np
 run, path, k, shape, name = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-repeat = int(sys.argv[6])
+repeat, tol = int(sys.argv[6]), float(sys.argv[7])
 
 
 def hwm():  # this process's peak resident memory (ru_maxrss counts the parent's after exec)
@@ -96,7 +97,7 @@ for _ in range(repeat):
     else:
         kw = {} if run in ("xsvd", "dask-exp") else {"padding": "none"}
         if run == "xsvd-tol":
-            kw.update(method="compressed", tol=1e-10, max_passes=40)
+            kw.update(method="compressed", tol=tol, max_passes=40)
         if run == "reference":
             kw.update(method="compressed", tol=1e-13, max_passes=40, seed=0)
         res = xsvd.hilbert_eof(field, k, **kw)
@@ -218,6 +219,7 @@ def main(argv=None):
     )
     p.add_argument("--repeat", type=int, default=2, help="calls per run (the fastest is kept)")
     p.add_argument("--timeout", type=float, default=2400, help="seconds per run")
+    p.add_argument("--tol", type=float, default=1e-10, help="tol of the xsvd-tol run")
     args = p.parse_args(argv)
     shape = tuple(int(v) for v in args.shape.lower().split("x"))
     runs = [r for r in args.runs.split(",") if r]
@@ -238,7 +240,8 @@ def main(argv=None):
             before = {"before": "xsvd-none", "before-exp": "xsvd", "before-dask": "dask-samples"}
             todo = {**before, "before-dask-exp": "dask-exp"}.get(run, run)
             repeat = 1 if run == "reference" else args.repeat
-            cmd = [sys.executable, "-c", CHILD, todo, tmp, str(k), args.shape, run, str(repeat)]
+            cmd = [sys.executable, "-c", CHILD, todo, tmp, str(k), args.shape, run, str(repeat),
+                   str(args.tol)]  # fmt: skip
             try:
                 done = subprocess.run(
                     cmd, env=env, capture_output=True, text=True, timeout=args.timeout

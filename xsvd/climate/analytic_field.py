@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..core import backend
+from ..core.blas import SingleThreadedBlas
 from ..core.missing import MissingValueError, check_infinite
 from . import analytic
 
@@ -365,7 +366,7 @@ def _dask_products(f: AnalyticField, U, W, fuse: bool):
 
     blocks = f.data.to_delayed()
     edges = np.cumsum((0, *f.data.chunks[0]))
-    call = dask.delayed(_chunk_products, nout=2, pure=True)
+    call = dask.delayed(SingleThreadedBlas(_chunk_products), nout=2, pure=True)
     plan = _chunk_plan(f)
     rows = {j: [] for j, *_ in plan}
     shares = []
