@@ -88,6 +88,7 @@ def test_final_product_when_sketches_are_not_kept():
     with xsvd.set_options(krylov_sketch_bytes=0):
         res = operator_svd(matmat, rmatmat, a.shape, 3, n_power_iter=4)
     assert calls["matmat"] == res.reads == res.passes + 1 == 6
+    assert calls["rmatmat"] == res.passes  # the final read needs A V only
     kept = operator_svd(lambda w: a @ w, lambda t: a.T @ t, a.shape, 3, n_power_iter=4)
     assert kept.reads == kept.passes == 5
     np.testing.assert_allclose(res.U, kept.U, atol=1e-12)
@@ -99,7 +100,10 @@ def test_one_pass_has_unknown_errors_and_low_rank_fills_with_zeros():
     a = _decaying(80, 30, 0.9, seed=4)
     one = operator_svd(lambda w: a @ w, lambda t: a.T @ t, a.shape, 3, n_power_iter=0)
     assert one.passes == 1 and np.all(np.isinf(one.errors[:, 0]))
-    np.testing.assert_allclose(a @ one.V, one.U * one.S, atol=1e-12)
+    # the single-pass SVD of the main solver: Q^T A = X S V^T with Q = orth(A W), U = Q X
+    np.testing.assert_allclose(a.T @ one.U, one.V * one.S, atol=1e-12)
+    np.testing.assert_allclose(one.U.T @ one.U, np.eye(3), atol=1e-12)
+    assert np.all(one.S <= np.linalg.svd(a, compute_uv=False)[:3] * (1 + 1e-12))
     rng = np.random.default_rng(0)
     low = rng.standard_normal((60, 2)) @ rng.standard_normal((2, 25))
     with pytest.warns(RuntimeWarning, match="numerical rank 2"):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from xsvd.core.options import DEFAULT_N_POWER_ITER, DEFAULT_TOL, CompressedOptions
+from xsvd.core.randomized.operator import fused_operator_svd, operator_svd
 from xsvd.linalg import randomized_svd
 
 
@@ -76,6 +77,21 @@ def test_float64_default_still_stops_by_tol():
     assert d.settings["stopped"] == "converged"
     assert d.settings["estimated_error"] <= DEFAULT_TOL
     np.testing.assert_allclose(d.S, s[:3], rtol=1e-12)
+
+
+def test_operator_default_stops_at_the_precision_of_its_products():
+    a, s = _low_rank_float32()
+    res = operator_svd(lambda w: a @ w, lambda t: a.T @ t, a.shape, 3, dtype=np.float32)
+    assert res.passes <= 3
+    np.testing.assert_allclose(res.S, s[:3], rtol=1e-6)
+    fused = fused_operator_svd(lambda w, t: (a @ w, a.T @ t), a.shape, 3, dtype=np.float32)
+    assert fused.passes <= 4
+    np.testing.assert_allclose(fused.S, s[:3], rtol=1e-6)
+    # an explicit tol keeps its meaning: every pass allowed
+    kept = operator_svd(
+        lambda w: a @ w, lambda t: a.T @ t, a.shape, 3, dtype=np.float32, tol=1e-9, max_passes=5
+    )
+    assert kept.passes == 5
 
 
 @pytest.mark.parametrize("name", ["n_power_iter", "max_passes", "n_oversamples"])

@@ -182,6 +182,14 @@ class CompressedOptions:
         at ``DEFAULT_N_POWER_ITER + 1`` passes, no warning when the cap is reached)."""
         return self.tol is not None and self.max_passes is None
 
+    @property
+    def most_passes(self) -> int:
+        """Resolved options: the most passes they allow (``n_power_iter + 1`` when fixed,
+        ``max_passes`` with ``tol``, ``DEFAULT_N_POWER_ITER + 1`` for the default stop)."""
+        if not self.converges:
+            return self.n_power_iter + 1
+        return DEFAULT_N_POWER_ITER + 1 if self.default_stop else self.max_passes
+
     def settings(self) -> dict:
         """The part of ``settings`` these (resolved) options make.
 

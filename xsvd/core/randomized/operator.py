@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,22 +49,23 @@ from .. import backend
 from ..blas import small_blas, small_step
 from ..common import fix_signs
 from ..config import OPTIONS
-from ..options import (
-    DEFAULT_MAX_PASSES,
-    DEFAULT_N_OVERSAMPLES,
-    DEFAULT_N_POWER_ITER,
-    DEFAULT_TOL,
-)
+from ..missing import MissingRule
+from ..options import CompressedOptions
+from .executors import Eager
+from .plan import SAMPLES, Problem
 from .small import (
     ROUNDING,
     estimates_are_bounds,
     hstack,
-    krylov_finish,
+    krylov_room,
     orth,
     orth_against,
     ritz_errors,
-    thin_errors,
+    stop_reason,
+    unknown_errors,
 )
+from .solver import solve
+from .state import FeatureStats, Sketch
 
 __all__ = ["OperatorSVD", "operator_svd", "fused_operator_svd"]
 
@@ -105,6 +106,10 @@ def operator_svd(
 ) -> OperatorSVD:
     """Rank-``k`` SVD of the ``m x n`` operator ``A`` given by ``matmat`` and ``rmatmat``.
 
+    Runs on the loop of the compressed SVD (:func:`.solver.solve`): the same
+    block Krylov passes, stopping rule, error estimates, final factors and
+    sign rule, the operator standing in for the stripes of the data.
+
     Parameters
     ----------
     matmat, rmatmat : callable
@@ -123,8 +128,9 @@ def operator_svd(
     tol, max_passes : float, int, optional
         Pass until every component's estimated relative error (singular value
         and residual) is below ``tol``, at most ``max_passes`` times (default
-        20). With neither ``n_power_iter`` nor ``tol``: ``tol=1e-6`` and at
-        most ``DEFAULT_N_POWER_ITER + 1`` (8) passes.
+        20). With neither ``n_power_iter`` nor ``tol``: until converged
+        (``tol=1e-6``) or at the precision of ``dtype`` products, at most
+        ``DEFAULT_N_POWER_ITER + 1`` (8) passes, as :func:`xsvd.compressed`.
     seed : int or None
         Seed of the Gaussian start block.
     dtype : numpy dtype
@@ -142,115 +148,105 @@ def operator_svd(
     >>> bool(np.allclose(res.S, np.linalg.svd(a, compute_uv=False)[:3]))
     True
     """
-    m, n, p, most, tol = _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes)
+    m, n, opts = _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes, seed)
     if m < n:  # work on A^T: the basis on the shorter side
-        V, S, U, errors, counts = _run(rmatmat, matmat, (n, m), int(k), p, most, tol, seed, dtype)
+        V, S, U, errors, counts = _run(rmatmat, matmat, (n, m), int(k), opts, dtype, True)
     else:
-        U, S, V, errors, counts = _run(matmat, rmatmat, (m, n), int(k), p, most, tol, seed, dtype)
+        U, S, V, errors, counts = _run(matmat, rmatmat, (m, n), int(k), opts, dtype, False)
     U, V = fix_signs(U, V)  # xsvd's one sign rule
     return OperatorSVD(U, S, V, errors, *counts)
 
 
-def _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes):
-    """``(m, n, p, most passes, tol)`` of the arguments both solvers take, checked."""
+def _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes, seed):
+    """``(m, n, options)``: the arguments both solvers take, checked and resolved as
+    :func:`xsvd.compressed` resolves them."""
     m, n = (int(s) for s in shape)
-    if not isinstance(k, int | np.integer) or not 1 <= k <= min(m, n):
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= min(m, n):
         raise ValueError(
             f"k must be an integer between 1 and {min(m, n)} for a {m} x {n} operator."
         )
-    p = DEFAULT_N_OVERSAMPLES if n_oversamples is None else int(n_oversamples)
-    if p < 0:
-        raise ValueError(f"n_oversamples must be >= 0, got {n_oversamples!r}.")
-    return (m, n, p, *_stopping(n_power_iter, tol, max_passes))
+    given = CompressedOptions(
+        n_power_iter=n_power_iter,
+        n_oversamples=n_oversamples,
+        seed=seed,
+        tol=tol,
+        max_passes=max_passes,
+        krylov=True,
+    )
+    return m, n, given.resolved(lazy=False)
 
 
-def _stopping(n_power_iter, tol, max_passes) -> tuple[int, float | None]:
-    """The most passes and the tolerance (None: a fixed number of passes)."""
-    if n_power_iter is not None:
-        if tol is not None or max_passes is not None:
-            raise ValueError("Pass either n_power_iter (fixed passes) or tol (and max_passes).")
-        if not isinstance(n_power_iter, int | np.integer) or n_power_iter < 0:
-            raise ValueError(f"n_power_iter must be an integer >= 0, got {n_power_iter!r}.")
-        return int(n_power_iter) + 1, None
-    if tol is None:
-        if max_passes is not None:
-            raise ValueError("max_passes bounds the passes that tol asks for: pass tol too.")
-        return DEFAULT_N_POWER_ITER + 1, DEFAULT_TOL
-    if not 0 < tol < 1:
-        raise ValueError(f"tol must be a number between 0 and 1, e.g. 1e-6, got {tol!r}.")
-    most = DEFAULT_MAX_PASSES if max_passes is None else int(max_passes)
-    if most < 1:
-        raise ValueError(f"max_passes must be >= 1, got {max_passes!r}.")
-    return most, float(tol)
-
-
-def _run(matmat, rmatmat, shape, k, p, most, tol, seed, dtype):
-    """The passes on ``A`` (m x n, ``m >= n``), bases (n x l) on the thin side: ``(U, S, V,
-    errors, (passes, reads, bounds))``."""
+def _run(matmat, rmatmat, shape, k: int, opts: CompressedOptions, dtype, transposed: bool):
+    """The passes on ``A`` (m x n, ``m >= n``), bases (n x l) on the thin side, by
+    :func:`.solver.solve`: ``(U, S, V, errors, (passes, reads, bounds))``."""
     m, n = shape
-    width = min(k + p, n)
-    keep = most * m * width * 8 <= OPTIONS["krylov_sketch_bytes"]
-    basis = orth(backend.standard_normal(np, seed, (n, width), np.float64))
-    bases, crosses, sketches = [], [], []
-    while True:
-        Y = _float64(matmat(basis), (m, basis.shape[1]), "matmat")
-        Z = _float64(rmatmat(Y), (n, basis.shape[1]), "rmatmat")
-        bases.append(basis)
-        crosses.append(Z)
-        if keep:
-            sketches.append(Y)
-        room = _room(m, n, width, len(bases))
-        with small_blas(bases, crosses):  # the pass's small steps: one BLAS thread
-            if len(bases) >= most or room == 0 or _converged(bases, crosses, k, tol, dtype):
-                break
-            basis = orth_against(Z, bases, room)
-    passes = len(bases)
-    if passes == 1 and width < n:  # the Ritz pairs of a random basis: nothing bounds them
-        return _single(Y, basis, k)
-    if keep:
-        U, S, V, errors = _from_sketches(sketches, bases, crosses, k, dtype)
-        reads = passes
-    else:  # one more product: U = A V / S
-        _, V, S, errors = krylov_finish(None, bases, crosses, k, dtype)
-        U = _float64(matmat(V), (m, k), "matmat") * _inverse(S)
-        reads = passes + 1
-    bounds = estimates_are_bounds(True, p, passes - 1)
-    return U, S, V, np.asarray(errors), (passes, reads, bounds)
+    names = ("rmatmat", "matmat") if transposed else ("matmat", "rmatmat")
+    problem = Problem(
+        n_samples=m,
+        n_features=n,
+        k=k,
+        width=min(k + opts.n_oversamples, n),
+        n_power_iter=opts.n_power_iter,
+        dtype=np.dtype(dtype),
+        options=opts,
+        center=False,
+        weights=None,
+        missing=MissingRule("none"),
+        locate=None,
+        stripes=SAMPLES,
+        sub_block=0,
+    )
+    problem = replace(problem, reread=problem.rereads(OPTIONS["krylov_sketch_bytes"]))
+    omega = backend.standard_normal(np, opts.seed, (n, problem.width), np.float64)
+
+    def side(ex, problem):
+        return OperatorSide(matmat, rmatmat, (m, n), names)
+
+    ex = Eager(np.empty((m, 0)), 0)  # one stripe: the operator
+    U, V, S, errors, _, problem = solve(ex, problem, omega, make_side=side)
+    q = problem.n_power_iter
+    bounds = estimates_are_bounds(True, opts.n_oversamples, q)
+    return U, S, V, np.asarray(errors), (q + 1, problem.passes, bounds)
 
 
-@small_step
-def _from_sketches(sketches, bases, crosses, k: int, dtype):
-    """The Ritz triplets from the sketches kept, ``K = [Y_0, ..., Y_q]``: ``(U, S, V,
-    errors)``, ``U = K X / s`` (the Gram matrix ``K^T K`` is the Ritz values' ``V^T A^T A V``)."""
-    K = hstack(sketches)
-    rotation, V, S, errors = krylov_finish(K.T @ K, bases, crosses, k, dtype)
-    return K @ rotation, S, V, errors
+class OperatorSide:
+    """A linear operator as the side the passes of :func:`.solver.solve` read.
+
+    One read is ``Y = A W`` and ``Z = A^T Y``, one stripe; no statistics (no
+    centering, weights or missing values).
+    """
+
+    def __init__(self, matmat, rmatmat, shape, names=("matmat", "rmatmat")):
+        self.matmat, self.rmatmat, self.shape, self.names = matmat, rmatmat, shape, names
+
+    def prepare(self):
+        return None
+
+    def read(self, basis, stats, fill, first: bool):
+        """``(Sketch, stats)``: ``Y = A W``, ``Z = A^T Y`` and the Gram matrix ``Y^T Y``."""
+        Y = self.sketch(basis).blocks[0]
+        Z = _float64(self.rmatmat(Y), (self.shape[1], Y.shape[1]), self.names[1])
+        stats = stats or FeatureStats(mean=None, total_ss=None, nan_mask=None)
+        return Sketch([Y], None, Z, Y.T @ Y), stats
+
+    def sketch(self, basis):
+        """``Y = A W`` alone (the final read of ``Problem.reread``)."""
+        Y = _float64(self.matmat(basis), (self.shape[0], basis.shape[1]), self.names[0])
+        return Sketch([Y], None, None, None)
+
+    def magnitudes(self, stats):
+        return None
+
+    def finish(self, stats):
+        return stats
 
 
 @small_step
 def _single(Y, basis, k: int):
-    """One pass: Rayleigh-Ritz on the start basis (``U`` from ``Y``), unknown errors."""
+    """One fused pass: Rayleigh-Ritz on the start basis (``U`` from ``Y``), unknown errors."""
     u, S, vt = np.linalg.svd(Y, full_matrices=False)  # A (W vt^T) = u diag(S)
     U, S, V = u[:, :k], S[:k], basis @ vt[:k].T
-    return U, S, V, np.tile([np.inf, np.pi / 2, np.inf], (k, 1)), (1, 1, True)
-
-
-def _room(m: int, n: int, width: int, blocks: int) -> int:
-    """Columns of the next Krylov block: ``width``, or what is left of the thin side (the
-    blocks after the first lie in the range of ``A^T``, of dimension <= min(m, n))."""
-    space = min(n, width + min(m, n))
-    return max(0, min(width, space - blocks * width))
-
-
-def _converged(bases, crosses, k: int, tol, dtype) -> bool:
-    """``tol``: every component's relative S error and residual below it."""
-    if tol is None or len(bases) < 2:  # the first (random) basis says nothing yet
-        return False
-    errors, S = thin_errors(bases, crosses, k, dtype)
-    errors, S = backend.to_numpy(errors), backend.to_numpy(S)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(S > 0, errors[:, 0] / S, np.inf)
-    return bool(np.maximum(rel, errors[:, 2]).max() <= tol)
+    return U, S, V, unknown_errors(np, k)
 
 
 def _float64(x, shape, name: str):
@@ -259,10 +255,6 @@ def _float64(x, shape, name: str):
     if tuple(x.shape) != tuple(shape):
         raise ValueError(f"{name} returned shape {tuple(x.shape)}, expected {tuple(shape)}.")
     return x.astype(np.float64, copy=False)
-
-
-def _inverse(S):
-    return np.where(S > 0, 1 / np.where(S > 0, S, 1), 0)
 
 
 def fused_operator_svd(
@@ -322,9 +314,9 @@ def fused_operator_svd(
     >>> bool(np.allclose(res.S, np.linalg.svd(a, compute_uv=False)[:3]))
     True
     """
-    m, n, p, most, tol = _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes)
+    m, n, opts = _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes, seed)
     # each side's block has k + p columns (half of them fell below the true errors, decay 0.99)
-    k, width = int(k), int(k) + p
+    k, width, most = int(k), int(k) + opts.n_oversamples, opts.most_passes
     start = backend.standard_normal(np, seed, (m + n, width), np.float64)
     lefts, rights = [orth(start[:m, : min(width, m)])], [orth(start[m:, : min(width, n)])]
     images, co_images = [], []  # A V_j and A^T U_j, per pass
@@ -334,48 +326,36 @@ def fused_operator_svd(
         AV, AtU = both(V_j, U_j)
         images.append(_float64(AV, (m, V_j.shape[1]), "both(W, T)[0]"))
         co_images.append(_float64(AtU, (n, U_j.shape[1]), "both(W, T)[1]"))
-        room_l = _side_room(m, min(m, n), width, lefts)
-        room_r = _side_room(n, min(m, n), width, rights)
+        room_l = krylov_room(m, min(m, n), width, sum(b.shape[1] for b in lefts))
+        room_r = krylov_room(n, min(m, n), width, sum(b.shape[1] for b in rights))
         full = room_l == 0 and room_r == 0  # both bases span their spaces: exact
         if len(images) >= most or full:
             break
         with small_blas(lefts, rights, images, co_images):  # the pass's small steps
-            if tol is not None and len(images) >= 2:
+            if opts.converges and len(images) >= 2:
                 found = _two_sided(lefts, rights, images, co_images, k, dtype)
-                if _below(found[1], found[3], tol):
+                # H's eigenvalues are the singular values themselves: floors of (s_1 / s_j)
+                at = opts.default_stop
+                if stop_reason(found[3], found[1], opts.tol, at, dtype, power=1):
                     break
             found = None
             lefts.append(_next_block(images[-1], lefts, room_l))
             rights.append(_next_block(co_images[-1], rights, room_r))
     passes = len(images)
     if passes == 1 and not full:  # the Ritz pairs of A W_0: nothing bounds them
-        U, S, V, errors, _ = _single(images[0], rights[0], k)
+        U, S, V, errors = _single(images[0], rights[0], k)
     else:
         found = found or _two_sided(lefts, rights, images, co_images, k, dtype)
         U, S, V, errors = found
-    bounds = estimates_are_bounds(True, p, passes - 1)
+    bounds = estimates_are_bounds(True, opts.n_oversamples, passes - 1)
     U, V = fix_signs(U, V)
     return OperatorSVD(U, S, V, np.asarray(errors), passes, passes, bounds)
-
-
-def _side_room(dim: int, rank: int, width: int, blocks: list) -> int:
-    """Columns of one side's next block (the blocks after the first lie in the range of
-    ``A`` or ``A^T``, of dimension <= ``rank``)."""
-    used = sum(b.shape[1] for b in blocks)
-    return max(0, min(width, min(dim, width + rank) - used))
 
 
 def _next_block(image, blocks: list, room: int):
     if room == 0:
         return np.zeros((blocks[0].shape[0], 0))
     return orth_against(image, [b for b in blocks if b.shape[1]], room)
-
-
-def _below(S, errors, tol: float) -> bool:
-    """Every component's relative S error and residual at most ``tol``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(S > 0, errors[:, 0] / S, np.inf)
-    return bool(np.maximum(rel, errors[:, 2]).max() <= tol)
 
 
 @small_step

@@ -19,7 +19,7 @@ import numpy as np
 from .. import backend
 from ..config import OPTIONS
 from ..missing import Locate, MissingRule
-from ..options import DEFAULT_N_POWER_ITER, CompressedOptions
+from ..options import CompressedOptions
 from .executors import Eager, Executor, Lazy, Stepwise
 
 __all__ = ["Problem", "ReadSpec", "SAMPLES", "FEATURES", "plan"]
@@ -146,8 +146,8 @@ class Problem:
         if not opts.converges:
             return self.n_power_iter + 1
         if opts.default_stop:
-            return DEFAULT_N_POWER_ITER + 1
-        return max(1, opts.max_passes - self.extra_passes - int(self.reread))
+            return opts.most_passes
+        return max(1, opts.most_passes - self.extra_passes - int(self.reread))
 
     @property
     def most_passes(self) -> int:

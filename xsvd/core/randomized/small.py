@@ -132,6 +132,14 @@ def hstack(parts):
     return backend.api(parts[0]).concat(parts, axis=1)
 
 
+def krylov_room(length: int, rank: int, width: int, used: int) -> int:
+    """Columns of the next Krylov block of a basis of ``length`` rows, ``used`` columns so
+    far: ``width``, or what is left to explore. Every block after the first (random) one
+    lies in the range of the matrix, of dimension at most ``rank``: the space is full at
+    ``width + rank`` columns, or at ``length``."""
+    return max(0, min(width, min(length, width + rank) - used))
+
+
 @small_step
 def orth_against(Z, previous: list, width: int | None = None):
     """Orthonormal basis of the part of ``Z`` orthogonal to the ``previous`` blocks.
@@ -427,21 +435,22 @@ def relative_errors(errors, S):
     return xp.maximum(rel, errors[:, 2])
 
 
-def precision_floor(S, dtype) -> np.ndarray:
+def precision_floor(S, dtype, power: int = 2) -> np.ndarray:
     """Per component, the relative error below which no estimate goes with products in
-    ``dtype`` (the floor of :func:`ritz_errors`: ``ROUNDING eps (s_1 / s_j)^2``), inf for
-    components below the rounding of the products (those :func:`krylov_finish` sets to 0)."""
+    ``dtype`` (the floor of :func:`ritz_errors`: ``ROUNDING eps (s_1 / s_j)^power``, the
+    power 2 where the Ritz values are squares of the singular values), inf for components
+    below the rounding of the products (those :func:`krylov_finish` sets to 0)."""
     S = np.asarray(backend.to_numpy(S), dtype=np.float64)
     if not S.size or not S[0] > 0:
         return np.full(S.shape, np.inf)
     eps = float(np.finfo(dtype).eps)
     with np.errstate(divide="ignore", over="ignore"):
         ratio = (S / S[0]) ** 2
-        floor = ROUNDING * eps / ratio
+        floor = ROUNDING * eps / ratio ** (power / 2)
     return np.where(ratio > max(eps, ROUNDING * _EPS64), floor, np.inf)
 
 
-def stop_reason(errors, S, tol: float, at_precision: bool, dtype) -> str | None:
+def stop_reason(errors, S, tol: float, at_precision: bool, dtype, power: int = 2) -> str | None:
     """Whether converging passes may stop, and why: every component's estimated relative
     error (:func:`relative_errors`) at most ``tol`` (``"converged"``); or, with
     ``at_precision`` (the default stop), at most the precision the products can show
@@ -450,6 +459,7 @@ def stop_reason(errors, S, tol: float, at_precision: bool, dtype) -> str | None:
     rel = np.asarray(backend.to_numpy(relative_errors(errors, S)))
     if rel.max() <= tol:
         return CONVERGED
-    if at_precision and np.all(rel <= np.maximum(tol, PRECISION_SLACK * precision_floor(S, dtype))):
+    floor = PRECISION_SLACK * precision_floor(S, dtype, power)
+    if at_precision and np.all(rel <= np.maximum(tol, floor)):
         return f"precision of {np.dtype(dtype).name} products"
     return None

@@ -72,7 +72,8 @@ stripe a sub-block at a time), :mod:`._small` (the small factorizations),
 :mod:`._state` (what passes hand to each other), :mod:`._exec` (running the
 steps eagerly or with Dask), :mod:`.magnitude` (data and weights of any
 magnitude: when to rescale, by which powers of two, and back). The pass loop
-itself is :func:`randomized_svd`'s ``_passes`` below.
+itself is :func:`solve` below, also the loop of the matrix-free solver
+(:mod:`.operator`).
 """
 
 from __future__ import annotations
@@ -121,6 +122,7 @@ from .small import (
     finalize,
     krylov_finish,
     krylov_gram,
+    krylov_room,
     krylov_vectors,
     orth,
     orth_against,
@@ -135,7 +137,7 @@ from .small import (
 from .state import Carry, Sketch
 from .stripe import narrows
 
-__all__ = ["randomized_svd"]
+__all__ = ["randomized_svd", "solve"]
 
 
 @takes_options(Preprocessing, CompressedOptions)
@@ -319,7 +321,7 @@ def randomized_svd(
     omega = backend.standard_normal(
         ex.xp, opts.seed, (problem.thin_length, problem.width), np.float64, like=ex.like
     )
-    stripe_side, thin_side, S, errors, stats, problem = _passes(ex, problem, omega, show)
+    stripe_side, thin_side, S, errors, stats, problem = solve(ex, problem, omega, show)
     S, errors, stats, total_norm = scaled_back(
         S, errors, stats, problem.result_exp, problem.column_exp
     )
@@ -408,16 +410,26 @@ def _warn_if_exact_is_cheaper(m: int, n: int, k: int, opts: CompressedOptions, a
     )
 
 
-def _passes(ex, problem: Problem, omega, progress: Progress | None = None):
+def solve(ex, problem: Problem, omega, progress: Progress | None = None, make_side=None):
     """The passes over the data and the final step: the algorithm, orientation aside.
+
+    The one block-Krylov loop of xsvd: the stripes of the data (``make_side``
+    None: :class:`.SampleStripes` or :class:`.FeatureStripes`, as
+    ``problem.stripes`` says) or a linear operator
+    (:func:`.operator.operator_svd`), each a *side* made by ``make_side(ex,
+    problem)`` with ``prepare()``, ``read(basis, stats, fill, first) ->
+    (Sketch, stats)``, ``magnitudes(stats)`` and ``finish(stats)``; optionally
+    ``sketch(basis) -> Sketch`` for the final read of ``problem.reread``, which
+    needs only the stripe side (the operator: ``A W`` without ``A^T A W``).
 
     Returns the stripe-side and thin-side singular vectors, the singular
     values, their error estimates and the feature statistics, as arrays of
     the input's kind (in the units of the rescaled data, see
     :func:`.magnitude.scaled_back`), and the problem as it ran (its ``n_power_iter``
-    the iterations made).
+    the iterations made, ``stopped`` why).
     """
-    side = _side(ex, problem)
+    make_side = make_side or _side
+    side = make_side(ex, problem)
     start = ex.call(orth, omega)
     carry = Carry(basis=start, fill=side.prepare())
     if carry.fill is not None:
@@ -434,7 +446,7 @@ def _passes(ex, problem: Problem, omega, progress: Progress | None = None):
             if needs_rescaling(amax, w, problem.dtype, e):
                 # too large or small to multiply: read the first pass again, rescaled
                 problem = _rescaled(ex, problem, amax)
-                side = _side(ex, problem)
+                side = make_side(ex, problem)
                 carry = Carry(basis=start, fill=carry.fill)
                 if progress is not None:
                     progress.total = problem.most_passes
@@ -506,8 +518,7 @@ def _krylov_room(problem: Problem, blocks: int) -> int:
     columns, or at the thin side's length.
     """
     rank = min(problem.thin_length, problem.stripe_length)
-    space = min(problem.thin_length, problem.width + rank)
-    return max(0, min(problem.width, space - blocks * problem.width))
+    return krylov_room(problem.thin_length, rank, problem.width, blocks * problem.width)
 
 
 def _estimate_inputs(sketches: list[Sketch]):
@@ -537,7 +548,9 @@ def _final_factors(ex, problem: Problem, sketches: list[Sketch], side, carry: Ca
 
     - One pass: the stripe-side sketch of it (single-pass SVD, see
       :func:`._small.finalize`); nothing bounds its error without another
-      read, so the estimates are unknown (inf).
+      read, so the estimates are unknown (inf). Unless its block filled the
+      thin side (``stopped == "space full"``): the Ritz triplets below are
+      then exact, with their (rounding) estimates.
     - Block Krylov (``krylov``, more passes): the Rayleigh-Ritz triplets of
       the span of every pass's basis (:func:`._small.krylov_finish`), with
       exact residuals. The sketches ``K = [Y_0 - 1 c_0^T, Y_1, ..., Y_q]``
@@ -556,9 +569,10 @@ def _final_factors(ex, problem: Problem, sketches: list[Sketch], side, carry: Ca
         bases, crosses = _estimate_inputs(sketches)
         rotation, thin, S, errors = ex.call(krylov_finish, None, bases, crosses, k, dtype, nout=4)
         basis = ex.call(reread_basis, bases, rotation, S)
-        again, _ = side.read(basis, carry.stats, carry.fill, False)
+        sketch = getattr(side, "sketch", None)  # a side that reads less for the sketch alone
+        again = sketch(basis) if sketch else side.read(basis, carry.stats, carry.fill, False)[0]
         parts = ex.end_pass(ex.map(reread_vectors, again.blocks, again.mean_row, S))
-    elif problem.options.krylov and problem.n_power_iter > 0:
+    elif problem.options.krylov and (problem.n_power_iter > 0 or problem.stopped == SPACE_FULL):
         rows = ex.call(_listed, *[s.mean_row for s in sketches])  # one task argument
         others = tuple(s.blocks for s in sketches[1:])
         gram = ex.sum(ex.map(krylov_gram, sketches[0].blocks, rows, per_stripe=others))
