@@ -115,3 +115,18 @@ def test_dask_chunks_are_read_one_at_a_time(chunks):
         got = xsvd.bootstrap(_labeled(arr), K, N, dim="time", seed=0)
     assert source.max_live <= 2 < arr.npartitions
     _check(got, source.data, 1e-7)
+
+
+def test_default_batches_bound_the_krylov_spaces(monkeypatch):
+    """Without ``batch``, as many replicates per batch as fit ``BATCH_BYTES`` (100
+    replicates of a large field held 2 * 101 x samples x 20 x 9 float64 numbers at once);
+    the replicates are the same either way."""
+    import xsvd.climate.bootstrap as boot
+
+    X = _values()
+    whole = xsvd.bootstrap(_labeled(X), K, N, dim="time", seed=3, n_power_iter=3)
+    monkeypatch.setattr(boot, "BATCH_BYTES", 3 * 8 * 12 * 2 * 4 * M)  # 3 replicates of 12
+    split = xsvd.bootstrap(_labeled(X), K, N, dim="time", seed=3, n_power_iter=3)
+    assert whole.settings["reads"] == 5 and split.settings["reads"] == 10  # 2 batches
+    _check(split, X, 1e-7)
+    np.testing.assert_allclose(split.congruence, whole.congruence, atol=1e-8)

@@ -37,6 +37,9 @@ REPLICATE = "replicate"
 #: With a fixed ``n_power_iter``, a warning when an estimated relative error (of any
 #: replicate's singular values or residuals) is above this: the replicates are not converged.
 FIXED_PASSES_WARNING = 1e-2
+#: ``batch`` by default: as many replicates as hold about this many bytes of Krylov spaces
+#: (and of feature-sized sums over Dask stripes of samples) at once.
+BATCH_BYTES = 2**28
 #: ``settings["stopped"]`` of several batches: the first of these that any batch gave.
 _REASONS = (MAX_PASSES, FIXED, CONVERGED, SPACE_FULL)
 
@@ -111,11 +114,12 @@ def bootstrap(
     ci : float, default 0.95
         Level of the percentile intervals ``*_ci``.
     batch : int, optional
-        At most this many replicates per set of reads (default: all); each
-        batch reads the data ``passes + 1`` times. Memory holds about
-        ``2 * batch * samples * (k + n_oversamples) * passes`` float64 numbers
-        for the Krylov spaces (over Dask stripes of samples, also a few
-        ``batch * features * (k + n_oversamples)``).
+        At most this many replicates per set of reads; each batch reads the
+        data ``passes + 1`` times. Memory holds about ``2 * batch * samples *
+        (k + n_oversamples) * passes`` float64 numbers for the Krylov spaces
+        (over Dask stripes of samples, also a few ``batch * features * (k +
+        n_oversamples)``); by default as many as hold about 256 MiB (all the
+        replicates of a small field).
     keep_patterns : bool, default False
         Also return every replicate's patterns (``replicate_V``), signs
         matched to the original's.
@@ -196,8 +200,8 @@ def bootstrap(
     draws = rng.integers(0, m, size=(n, m))
     counts = np.stack([np.ones(m), *(np.bincount(d, minlength=m) for d in draws)], axis=1)
     l = min(k + opts.n_oversamples, m)
-    size = n if batch is None else batch
     reader = Reads(a, w, layout.feature_locator())
+    size = batch or max(1, BATCH_BYTES // reader.replicate_bytes(l, stop.most) - 1)
     xp = reader.xp
     S, ratio, dots, Vs, batches = [], [], [], [], []
     for start in range(1, n + 1, size):

@@ -157,6 +157,11 @@ class Reads:
         self.means = None  # stripes of samples: the batch's mu_c - shift (features x B)
         self.reads = 0
 
+    def replicate_bytes(self, width: int, passes: int) -> int:
+        """Bytes a replicate's Krylov spaces (and sums) take: ``passes`` blocks of
+        ``width`` columns and their images; over stripes of samples, a few feature-sized."""
+        return 8 * width * (2 * passes * self.n_samples + 4 * self.by_samples * self.n_features)
+
     def put(self, x):
         """A host array in float64, moved to where the data's blocks are (counted)."""
         return backend.transfer(np.asarray(x, dtype=np.float64), self.like)
