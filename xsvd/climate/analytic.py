@@ -36,7 +36,6 @@ __all__ = [
     "hilbert_transform",
     "hilbert_adjoint",
     "column_stats",
-    "centered",
     "block_products",
 ]
 
@@ -209,11 +208,6 @@ def column_stats(x, *, center: bool, padding: str, decay_factor: float):
         h = hilbert_transform(p[:, j : j + step], padding=padding, decay_factor=decay_factor)
         energy[j : j + step] += xp.sum(h * h, axis=0)
     return xp.stack([nans, infs, amax, mean / unit, std / unit, energy, unit], axis=0)
-
-
-def centered(x, mean, scale):
-    """``P = (x - mean) scale`` of a block of complete columns, float64 (a new array)."""
-    return (backend.astype(x, np.float64, copy=False) - mean) * scale
 
 
 def block_products(x, mean, scale, U=None, W=None):

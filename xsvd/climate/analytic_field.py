@@ -185,7 +185,7 @@ class AnalyticField:
             d = backend.on_backend_of(backend.to_numpy(self.d_kept[s:e]), x)
             for j in range(0, e - s, analytic.FFT_COLUMNS if backend.is_numpy(x) else e - s):
                 k = min(e - s, j + analytic.FFT_COLUMNS) if backend.is_numpy(x) else e - s
-                p = analytic.centered(x[:, j:k], mu[j:k], d[j:k])
+                p = (backend.astype(x[:, j:k], np.float64, copy=False) - mu[j:k]) * d[j:k]
                 z = xp.astype(analytic.hilbert_transform(p, **self.transform), xp.complex128)
                 Z[:, s + j : s + k] = backend.to_numpy(z * 1j + p) if dask else z * 1j + p
         return Z
@@ -305,19 +305,10 @@ def _block_stats(x, kw: dict, threads: int):
 
 
 def _stripe_ranges(a) -> list[tuple[int, int]]:
-    """Feature ranges of Dask data of about :data:`STRIPE_VALUES` values (whole chunks
-    where every sample is in one)."""
+    """Feature ranges of Dask data of about :data:`STRIPE_VALUES` values."""
     m, n = a.shape
     width = max(1, STRIPE_VALUES // max(m, 1))
-    if len(a.chunks[0]) > 1:
-        return [(s, min(n, s + width)) for s in range(0, n, width)]
-    out, start, stop = [], 0, 0
-    for c in a.chunks[1]:
-        stop += c
-        if stop - start >= width:
-            out.append((start, stop))
-            start = stop
-    return out + ([(start, stop)] if stop > start else [])
+    return [(s, min(n, s + width)) for s in range(0, n, width)]
 
 
 def _series(f: AnalyticField):

@@ -282,11 +282,6 @@ class HilbertResult(Result):
         )
         return quantify(out, self.unit_of("data"))  # in the data's units, as every result
 
-    def to_dataset(self) -> xr.Dataset:
-        """The saved form (:class:`~xsvd.labeled.base.Result`; complex parts as their real
-        and imaginary parts)."""
-        return super().to_dataset()
-
 
 @takes_options(CompressedOptions)
 def hilbert_eof(
