@@ -27,6 +27,7 @@ small protocol, not by their class:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -48,6 +49,9 @@ __all__ = [
     "astype",
     "reshape",
     "column_sumsq",
+    "column_magnitudes",
+    "float64_exact",
+    "flushes_subnormals",
     "to_dtype",
     "numpy_dtype",
     "array_module",
@@ -182,12 +186,69 @@ def maybe_any(x) -> bool:
 
 
 def column_sumsq(x):
-    """Per column, the sum of squares of a 2-D array, in its dtype: one sweep (``einsum``
-    on NumPy and CuPy, the standard's ``vecdot`` elsewhere)."""
-    xp = namespace(x)
-    if xp is np or is_cupy(x):
-        return xp.einsum("ij,ij->j", x, x)
+    """Per column, the sum of squares of a 2-D array, in its dtype: one sweep, no
+    temporary (``einsum`` on NumPy; on CuPy a fused reduction kernel, as its ``einsum``
+    runs as a batched matrix product, most of a first pass's time; the standard's
+    ``vecdot`` elsewhere)."""
+    if isinstance(x, np.ndarray):
+        return np.einsum("ij,ij->j", x, x)
+    if is_cupy(x):
+        return _cupy_sumsq()(x, axis=0)
     return api(x).vecdot(x, x, axis=-2)
+
+
+@functools.cache
+def _cupy_sumsq():
+    import cupy
+
+    return cupy.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "xsvd_sumsq")
+
+
+#: Bits of a float32 below the smallest normal magnitude (subnormal values and zero).
+_F32_NORMAL_BITS = 0x00800000
+
+
+def flushes_subnormals(x) -> bool:
+    """Whether arithmetic and conversions of float32 ``x`` flush subnormal values to zero
+    (CuPy compiles its kernels with ``-ftz=true``; cuBLAS and cuSOLVER flush them too)."""
+    return is_cupy(x) and x.dtype == np.float32
+
+
+def float64_exact(x):
+    """``x`` in float64, every value kept: where the device flushes float32 subnormal
+    values (:func:`flushes_subnormals`), they are read from their bits (integer
+    arithmetic and float64, which do not flush). Dask: block by block."""
+    if is_dask(x):
+        return x.map_blocks(float64_exact, dtype=np.float64)
+    if flushes_subnormals(x):
+        return float64_from_bits(x)
+    return astype(x, np.float64)
+
+
+def float64_from_bits(x):
+    """Float32 ``x`` (NumPy or CuPy) in float64 by its bits: subnormal magnitudes are
+    ``mantissa * 2**-149`` (exact), normal ones converted as usual."""
+    xp = namespace(x)
+    bits = x.view(xp.int32)
+    mag = bits & 0x7FFFFFFF
+    tiny = mag.astype(xp.float64) * 2.0**-149
+    tiny = xp.where(bits < 0, -tiny, tiny)
+    return xp.where(mag < _F32_NORMAL_BITS, tiny, x.astype(xp.float64))
+
+
+def column_magnitudes(x):
+    """Per column, the largest magnitude of 2-D ``x`` in float64, NaN (missing) left out,
+    subnormal float32 values included where the device flushes them (the largest of the
+    magnitudes' bits, an integer maximum: for float32 their order is the values')."""
+    if flushes_subnormals(x):
+        xp = namespace(x)
+        bits = x.view(xp.int32) & 0x7FFFFFFF
+        bits = xp.where(bits > 0x7F800000, 0, bits)  # NaN left out (inf is 0x7F800000)
+        return float64_from_bits(xp.max(bits, axis=0).view(xp.float32))
+    xp = api(x)
+    x = xp.astype(x, xp.float64, copy=False)
+    x = xp.where(xp.isnan(x), 0.0, x)
+    return xp.maximum(xp.max(x, axis=0), -xp.min(x, axis=0))
 
 
 def astype(x, dtype, copy: bool = True):

@@ -124,7 +124,8 @@ def _prepare(a, dtype, center: bool, weights, rule: MissingRule, locate):
     xp = backend.array_module(a)  # numpy, cupy or dask.array: the same code for each
     m = a.shape[0]
     f64 = backend.to_dtype(xp, np.float64)
-    B = backend.astype(a, dtype)
+    # float64 from float32 keeps subnormal values on devices that flush them
+    B = backend.float64_exact(a) if np.dtype(dtype) == np.float64 else backend.astype(a, dtype)
     if backend.numpy_dtype(a.dtype).kind in "fc":  # every block of B waits for its check
         infinite = backend.map_blocks(
             _checked_finite, xp.any(xp.isinf(B), axis=0), locate, dtype=bool, meta=_bool_meta(B)
@@ -178,11 +179,11 @@ def _beyond_float32(a, weights) -> bool:
     if backend.is_dask(a) or backend.is_packed(a) or a.size == 0:
         return False  # not measured before the read / genotypes: 0, 1, 2
     xp = backend.namespace(a)
-    if xp is np:  # NaN (missing) left out, no copy
+    if xp is np and not backend.flushes_subnormals(a):  # NaN (missing) left out, no copy
         flat = a.reshape(-1)
         top = max(float(np.fmax.reduce(flat)), -float(np.fmin.reduce(flat)))
-    else:
-        top = backend.to_scalar(xp.max(xp.where(xp.isnan(a), 0.0, xp.abs(a))))
+    else:  # on a device that flushes subnormal float32 values: from their bits
+        top = backend.to_scalar(backend.api(a).max(backend.column_magnitudes(a)))
     return bool(np.isfinite(top) and 0 < top and not low <= top <= high)
 
 

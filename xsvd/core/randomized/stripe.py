@@ -96,8 +96,9 @@ def converted(x, dtype, scale=None):
     """``x`` in ``dtype``, each column multiplied by ``scale`` (powers of two) when given.
 
     Float64 data going to float32 are multiplied before the conversion (so
-    that values beyond float32's range come into it), anything else after;
-    either way the product is exact. ``scale`` is float64 (it is converted
+    that values beyond float32's range come into it), float32 data on a device
+    that flushes subnormal values in float64, anything else after; either way
+    the product is exact. ``scale`` is float64 (it is converted
     here when the product is taken in float32). Packed data are unpacked by
     their own ``astype``.
     """
@@ -109,6 +110,8 @@ def converted(x, dtype, scale=None):
         return xp.astype(x, dt, copy=False)
     if narrows(x.dtype, dtype):
         return xp.astype(x * scale, dt)
+    if backend.flushes_subnormals(x):  # subnormal values come up in float64, not to 0
+        return xp.astype(backend.float64_exact(x) * scale, dt)
     return xp.astype(x, dt, copy=False) * xp.astype(scale, dt, copy=False)
 
 
@@ -412,19 +415,11 @@ def exact_magnitudes(sub, blocks, axis: int, start: int, stop: int, source: bool
     blocks (``source``), else of the sub-block itself."""
     xp = backend.api(sub)
     if not source:
-        return _finite_magnitudes(sub)
+        return backend.column_magnitudes(sub)
     if axis == 0:  # blocks side by side: each holds some of the columns
-        return xp.concat([_finite_magnitudes(b[start:stop, :]) for b in blocks])
-    parts = [_finite_magnitudes(b[:, start:stop]) for b in blocks]  # stacked: rows of each
+        return xp.concat([backend.column_magnitudes(b[start:stop, :]) for b in blocks])
+    parts = [backend.column_magnitudes(b[:, start:stop]) for b in blocks]  # stacked: rows of each
     out = parts[0]
     for part in parts[1:]:
         out = xp.maximum(out, part)
     return out
-
-
-def _finite_magnitudes(x):
-    """Per column, the largest magnitude of ``x`` in float64, NaN (missing) left out."""
-    xp = backend.api(x)
-    x = xp.astype(x, xp.float64, copy=False)
-    x = xp.where(xp.isnan(x), 0.0, x)
-    return xp.maximum(xp.max(x, axis=0), -xp.min(x, axis=0))
