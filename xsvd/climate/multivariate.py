@@ -246,7 +246,7 @@ class Stacked:
             sample_dims=sample_dims,
             feature_dims=(FEATURE,),
             sizes={**{d: L.sizes[d] for d in sample_dims}, FEATURE: total},
-            coords=_coords_on(L, sample_dims),
+            coords=L.coords_on(sample_dims),
             attrs=dict(data.attrs) if isinstance(data, xr.Dataset) else {},
         )
         return cls(names, layouts, offsets, combined)
@@ -411,7 +411,7 @@ class Stacked:
             L = self.layouts[name]
             block = x.data[..., self.span(name)]
             data = backend.reshape(block, (*block.shape[:-1], *L.feature_shape))
-            coords = {**keep, **_coords_on(L, L.feature_dims)}
+            coords = {**keep, **L.coords_on(L.feature_dims)}
             part = xr.DataArray(
                 data, dims=(*others, *L.feature_dims), coords=coords, attrs=dict(x.attrs)
             )
@@ -588,8 +588,3 @@ def _same_index(a: xr.DataArray, b: xr.DataArray, d) -> bool:
 def _same_coords(a: dict, b: dict) -> bool:
     shared = set(a) & set(b)
     return all(a[c].dims == b[c].dims and a[c].equals(b[c]) for c in shared)
-
-
-def _coords_on(layout: Layout, dims) -> dict:
-    dims = set(dims)
-    return {c: v for c, v in layout.coords.items() if set(v.dims) <= dims}

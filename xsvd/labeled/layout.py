@@ -230,7 +230,8 @@ class Layout:
         return x.transpose(*self.feature_dims).values.reshape(self.n_features)
 
     # ---------------------------------------------------------------- labels
-    def _coords_on(self, dims: Iterable[Hashable]) -> dict:
+    def coords_on(self, dims: Iterable[Hashable]) -> dict:
+        """The coordinates that lie along ``dims`` only."""
         dims = set(dims)
         return {k: v for k, v in self.coords.items() if set(v.dims) <= dims}
 
@@ -242,7 +243,7 @@ class Layout:
         """(samples x k) array -> DataArray (*sample_dims, component)."""
         k = U.shape[1]
         data = backend.reshape(U, (*self.sample_shape, k))
-        coords = {**self._coords_on(self.sample_dims), **self.component_coord(k)}
+        coords = {**self.coords_on(self.sample_dims), **self.component_coord(k)}
         return xr.DataArray(
             data, dims=(*self.sample_dims, COMPONENT), coords=coords, name=name, attrs=attrs
         )
@@ -251,7 +252,7 @@ class Layout:
         """(features x k) array -> DataArray (component, *feature_dims)."""
         k = V.shape[1]
         data = backend.reshape(V.T, (k, *self.feature_shape))
-        coords = {**self._coords_on(self.feature_dims), **self.component_coord(k)}
+        coords = {**self.coords_on(self.feature_dims), **self.component_coord(k)}
         return xr.DataArray(
             data, dims=(COMPONENT, *self.feature_dims), coords=coords, name=name, attrs=attrs
         )
@@ -261,7 +262,7 @@ class Layout:
         return xr.DataArray(
             backend.reshape(x, self.feature_shape),
             dims=self.feature_dims,
-            coords=self._coords_on(self.feature_dims),
+            coords=self.coords_on(self.feature_dims),
             name=name,
         )
 
@@ -271,7 +272,7 @@ class Layout:
         out = xr.DataArray(
             data,
             dims=(*self.sample_dims, *self.feature_dims),
-            coords=self._coords_on(self.dims),
+            coords=self.coords_on(self.dims),
             name=self.name,
             attrs=self.attrs if attrs is None else attrs,
         )
