@@ -81,11 +81,11 @@ def test_the_warning_names_the_share_of_the_means():
     a = _anomalies()
     with pytest.warns(UserWarning, match=WARNING) as record:
         xr.DataArray(a + 15.0, dims=("time", "cell")).svd(k=3, dim="time")
-    (message,) = [str(w.message) for w in record if "center=False" in str(w.message)]
-    share = float(message.split("carry ")[1].split("%")[0]) / 100
+    (caught,) = [w for w in record if "center=False" in str(w.message)]
+    share = float(str(caught.message).split("carry ")[1].split("%")[0]) / 100
     truth = 60 * np.sum((a + 15.0).mean(axis=0) ** 2) / np.sum((a + 15.0) ** 2)
     assert share == pytest.approx(truth, abs=0.006)  # rounded to a percent
-    assert record[0].filename == __file__  # it points at the caller, not at xsvd
+    assert caught.filename == __file__  # it points at the caller, not at xsvd
 
 
 def test_small_offsets_weights_land_and_one_sample_stay_silent(silent):
