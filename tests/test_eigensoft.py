@@ -147,3 +147,46 @@ def test_right_tail_beyond_the_table(tmp_path):
     density = s**-0.25 * np.exp(-2 * s**1.5 / 3) / (4 * np.sqrt(np.pi))
     np.testing.assert_allclose(ref[:2, 1], density, rtol=0.01)  # s printed to 3 decimals
     np.testing.assert_allclose(ref[:2, 1] / tw.p_value.values[:2], np.sqrt(s), rtol=0.02)
+
+
+SMARTPCA = "/usr/lib/eigensoft/smartpca"  # Debian's program (the smartpca on PATH is a script)
+
+
+@pytest.mark.skipif(not Path(SMARTPCA).exists(), reason="EIGENSOFT's smartpca is not installed")
+@pytest.mark.parametrize(("n_variants", "n_samples", "expected"), [(1_500, 200, 3), (150, 240, 2)])
+def test_relationship_eigenvalues_match_smartpca(tmp_path, n_variants, n_samples, expected):
+    """Every eigenvalue from the Gram matrix (no SVD), then the test: smartpca's own table
+    (statistic, p-value, effective n), with missing calls; more markers than samples and
+    fewer (where n' estimates the samples)."""
+    gt = xsvd.datasets.genotypes(n_variants, n_samples, n_populations=4, fst=0.02, seed=5)
+    values = gt.values.astype(np.float32)
+    values[np.random.default_rng(0).random(values.shape) < 0.01] = np.nan
+    gt = gt.copy(data=values).assign_coords(
+        variants=[f"rs{i}" for i in range(n_variants)],
+        chrom=("variants", np.full(n_variants, "1")),  # smartpca ignores chromosome 0
+        position=("variants", 1 + 1000 * np.arange(n_variants)),
+    )
+    xsvd.write_plink(gt, tmp_path / "toy")
+    par = tmp_path / "sp.par"
+    par.write_text(
+        "".join(f"{key}: {tmp_path / name}\n" for key, name in [
+            ("genotypename", "toy.bed"), ("snpname", "toy.bim"), ("indivname", "toy.fam"),
+            ("evecoutname", "sp.evec"), ("evaloutname", "sp.eval"),
+        ]) + "numoutevec: 10\nnumoutlieriter: 0\nnumthreads: 1\n"
+    )  # fmt: skip
+    log = subprocess.run([SMARTPCA, "-p", str(par)], capture_output=True, text=True, timeout=300)
+    lines = log.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("## Tracy-Widom"))
+    rows = [line for line in lines[start + 2 :] if line.split() and line.split()[0].isdigit()]
+    table = np.array([[float(t) for t in line.split()[-3:]] for line in rows[:10]])
+
+    kept, w = xsvd.patterson_scaling(xsvd.open_plink(tmp_path / "toy"))
+    lam = xsvd.genomics.relationship_eigenvalues(kept, w, missing="mean")
+    assert lam.sizes["component"] == n_samples
+    smartpca_eval = np.loadtxt(tmp_path / "sp.eval")  # scaled to sum n_samples - 1
+    np.testing.assert_allclose(
+        lam.values[:10] * (n_samples - 1) / lam.values.sum(), smartpca_eval[:10], atol=2e-6
+    )
+    tw = xsvd.tracy_widom(lam)
+    assert_agrees(tw.isel(component=slice(0, len(table))), table)
+    assert leading_significant(tw.p_value.values) == expected  # 3 axes of 4 populations

@@ -407,9 +407,11 @@ def test_twstats_finds_the_structure_components(cohort):
     eigenvalues = np.random.default_rng(0).permutation(full.S.values**2 / 7.0)
     again = xsvd.tracy_widom(eigenvalues)
     np.testing.assert_allclose(again.statistic, tw.statistic, rtol=1e-8)
-    # the leading components only: the number of markers is needed
-    with pytest.raises(ValueError, match="n_variants="):
+    # the leading components only: every eigenvalue of the data is needed
+    with pytest.raises(ValueError, match="relationship_eigenvalues"):
         xsvd.tracy_widom(res)
+    lam = xsvd.genomics.relationship_eigenvalues(kept, w)  # what the error advises
+    np.testing.assert_allclose(xsvd.tracy_widom(lam).statistic, tw.statistic, rtol=1e-8)
     fixed = xsvd.tracy_widom(res, n_variants=kept.sizes["variants"])
     assert fixed.sizes["component"] == K and np.all(fixed.effective_n == kept.sizes["variants"])
     both = xsvd.tracy_widom(full, n_variants=kept.sizes["variants"])

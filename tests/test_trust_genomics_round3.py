@@ -334,3 +334,36 @@ def test_founders_and_nonfounders_match_plink2_pca(tmp_path):
     eig_all = res.S.values**2 / w.attrs["n_variants"]
     np.testing.assert_allclose(eig_all, np.loadtxt(tmp_path / "a.eigenval"), rtol=1e-4)
     assert np.abs(eig / eig_all - 1).max() > 3e-3  # the two differ by far more than that
+
+
+# ------------------------------------------------------------ item 9: Tracy-Widom, every eigenvalue
+
+
+def test_relationship_eigenvalues_are_every_squared_singular_value(backend):
+    gt = xsvd.datasets.genotypes(n_variants=600, n_samples=80, n_populations=3, seed=6)
+    values = gt.values.astype(np.float64)
+    values[np.random.default_rng(2).random(values.shape) < 0.02] = np.nan
+    gt = gt.copy(data=values)
+    kept, w = xsvd.patterson_scaling(gt)
+    truth = kept.svd.exact(dim="samples", center=True, weights=w, missing="mean")
+    data = kept.copy(data=backend(kept.values))
+    lam = xsvd.genomics.relationship_eigenvalues(data, w, missing="mean")
+    assert isinstance(lam.data, np.ndarray) and lam.sizes["component"] == 80
+    np.testing.assert_allclose(lam.values[:79], truth.S.values[:79] ** 2, rtol=1e-10)
+    assert abs(lam.values[79]) < 1e-9 * lam.values[0]  # centering leaves one zero
+    tw, want = xsvd.tracy_widom(lam), xsvd.tracy_widom(truth)
+    np.testing.assert_allclose(tw.effective_n, want.effective_n, rtol=1e-8)
+    with pytest.raises(ValueError, match='missing calls.*missing="mean"'):
+        xsvd.genomics.relationship_eigenvalues(data, w)
+
+
+def test_relationship_eigenvalues_of_packed_data(tmp_path, backend):
+    gt = xsvd.datasets.genotypes(n_variants=500, n_samples=60, seed=7)
+    kept, w = xsvd.patterson_scaling(gt)
+    want = xsvd.genomics.relationship_eigenvalues(kept, w)
+    packed = xsvd.pack_genotypes(kept.copy(data=backend(kept.values)))
+    got = xsvd.genomics.relationship_eigenvalues(packed, w)
+    np.testing.assert_allclose(got.values, want.values, rtol=1e-10, atol=1e-9 * want.values[0])
+    uncentered = xsvd.genomics.relationship_eigenvalues(packed, center=False)
+    s = np.linalg.svd(kept.values.astype(np.float64), compute_uv=False)
+    np.testing.assert_allclose(uncentered.values, s**2, rtol=1e-9, atol=1e-9 * s[0] ** 2)

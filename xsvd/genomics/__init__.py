@@ -21,9 +21,10 @@
   PLINK 2's ``--pca`` (``.eigenvec``, ``.eigenval``, ``.eigenvec.allele`` or
   ``.eigenvec.var``) and the frequencies PLINK 2 projects new samples with
   (:mod:`~xsvd.genomics.plink2`).
-- :func:`tracy_widom` tests the eigenvalues as EIGENSOFT's ``twstats``
-  (:mod:`~xsvd.genomics.twstats`, which also holds the Tracy-Widom
-  distribution itself).
+- :func:`tracy_widom` tests the eigenvalues as EIGENSOFT's ``twstats``, and
+  :func:`relationship_eigenvalues` gives all of them from the Gram matrix of
+  the samples, streamed (:mod:`~xsvd.genomics.twstats`, which also holds the
+  Tracy-Widom distribution itself).
 
 Values are counts of one allele (0, 1, 2) as float32 with NaN for missing
 calls; for ``.bed`` files, counts of allele 1 (the ``.bim``'s fifth column),
@@ -39,7 +40,7 @@ from .plink import PlinkFileError, open_plink, write_plink
 from .plink2 import write_eigenvec, write_plink_pca
 from .projection import project_samples, shrinkage_factors
 from .scaling import patterson_scaling
-from .twstats import tracy_widom
+from .twstats import relationship_eigenvalues, tracy_widom
 from .vcf import dosage
 
 __all__ = [
@@ -55,4 +56,5 @@ __all__ = [
     "write_eigenvec",
     "write_plink_pca",
     "tracy_widom",
+    "relationship_eigenvalues",
 ]

@@ -77,13 +77,30 @@ differ, on purpose:
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import numpy as np
 import xarray as xr
 
+from ..core import backend
+from ..core.missing import GENOTYPES
+from ..labeled.dims import default_sample_dim
 from ..labeled.layout import component_labels
 from .results import spectrum
 
-__all__ = ["tracy_widom", "twstats", "tw1_cdf", "tw1_sf", "TW1_MEAN", "TW1_VARIANCE"]
+__all__ = [
+    "tracy_widom",
+    "relationship_eigenvalues",
+    "twstats",
+    "tw1_cdf",
+    "tw1_sf",
+    "TW1_MEAN",
+    "TW1_VARIANCE",
+    "GRAM_BLOCK_BYTES",
+]
+
+#: Bytes of float64 values a block of variants is unpacked to at a time for the Gram matrix.
+GRAM_BLOCK_BYTES = 32 * 2**20
 
 #: The mean and variance of TW1 (as tabulated by Bornemann 2010), for tests and checks.
 TW1_MEAN = -1.2065335745820
@@ -264,20 +281,23 @@ def tracy_widom(
 
     ``n'`` is estimated from the spread of the eigenvalues as ``twstats``
     does, ``n' = m (m + 2) / (sum(e**2) - m)`` for the ``m`` eigenvalues
-    ``e`` normalized to mean 1 (the paper's formula,
-    ``(m + 1) m**2 / ((m - 1) sum(e**2) - m**2)``, differs only in terms of
-    lower order), which needs all of them: a result that holds every component (e.g.
-    ``exact`` without ``k``), or the full list. For a result with only the
-    leading components, pass ``n_variants``: the number of (unlinked)
-    variants, as ``twstats -n`` does; the remaining eigenvalues' sum comes
-    from ``res.total_variance``. LD between variants makes ``n'`` smaller
-    than the count, and the test too liberal with a count: LD-prune first.
-    With LD the test is too liberal even with ``n'`` estimated (as in
-    EIGENSOFT, whose ``twstats`` gives the same numbers; see the module
-    notes): the null of independent markers does not hold, and blocks of
-    linked variants make significant components of their own. Prune hard
-    before reading the count as a number of ancestry axes (the genomics
-    guide, "Tracy-Widom, EIGENSOFT and LD", has measured numbers).
+    ``e`` normalized to mean 1 (the paper's formula, ``(m + 1) m**2 / ((m -
+    1) sum(e**2) - m**2)``, differs only in terms of lower order), which
+    needs all of them: those of :func:`relationship_eigenvalues` (the
+    samples' Gram matrix, streamed over the variants: seconds where
+    ``exact`` takes minutes), a result that holds every component (``exact``
+    without ``k``), or the full list. A compressed result holds the leading
+    components only: give its data to :func:`relationship_eigenvalues`
+    (``n'`` cannot be estimated from the leading components). ``n_variants``
+    fixes ``n'`` instead, as ``twstats -n`` does; a count of variants is not
+    an effective number of markers: LD, even after pruning, makes ``n'``
+    smaller than the count, and the test with the count calls noise
+    components significant. With LD the test is too liberal even with ``n'``
+    estimated (as in EIGENSOFT, whose ``twstats`` gives the same numbers;
+    see the module notes): the null of independent markers does not hold,
+    and blocks of linked variants make significant components of their own.
+    Prune hard before reading the count as a number of ancestry axes (the
+    genomics guide, "Tracy-Widom, EIGENSOFT and LD", has measured numbers).
 
     Parameters
     ----------
@@ -288,8 +308,8 @@ def tracy_widom(
         Values at most 1e-8 of the mean count as zero (a centered PCA
         leaves one) and are not tested.
     n_variants : float, optional
-        A fixed effective number of markers instead of the estimate.
-        Needed for a result with only the leading components.
+        A fixed effective number of markers instead of the estimate
+        (``twstats -n``; not the number of variants, see above).
     min_remaining : int, default 10
         No test (NaN) with fewer eigenvalues left, as ``twstats``.
 
@@ -346,9 +366,10 @@ def tracy_widom(
         elif n_variants is None:
             raise ValueError(
                 f"The result holds {k} of its {rank} eigenvalues; estimating the effective "
-                "number of markers needs them all. Pass `n_variants=` (the number of "
-                "LD-pruned variants, as `twstats -n`), or decompose with `exact(...)` "
-                "without `k`."
+                "number of markers needs them all: test every eigenvalue of the data, "
+                "`xsvd.tracy_widom(xsvd.genomics.relationship_eigenvalues(kept, w, "
+                "missing='mean'))` (fast: the Gram matrix of the samples), or decompose "
+                "with `exact(...)` without `k`."
             )
         else:
             sums = (1.0, None)  # explained variance ratios: they sum to 1
@@ -381,3 +402,131 @@ def tracy_widom(
         coords=coords,
         attrs={"n_eigenvalues": int(rank)},
     )
+
+
+def relationship_eigenvalues(
+    gt: xr.DataArray,
+    weights: xr.DataArray | None = None,
+    *,
+    dim: Hashable | None = None,
+    center: bool = True,
+    missing: str = "error",
+) -> xr.DataArray:
+    """Every eigenvalue of the samples' Gram matrix ``B B^T``, for :func:`tracy_widom`.
+
+    ``B`` is the matrix ``.svd`` decomposes with the same options (samples
+    along ``dim``, each variant centered and multiplied by its weight,
+    missing calls at the variant's mean under ``missing="mean"``), so the
+    values are ``S**2`` of ``exact`` without ``k``, every component, at a
+    fraction of its cost: the ``n x n`` matrix is summed over blocks of
+    variants (Dask chunk by chunk, a few MiB of them unpacked at a time) and
+    only its eigenvalues are computed (``eigvalsh``). This is what
+    EIGENSOFT's ``smartpca`` and ``twstats`` use, and what :func:`tracy_widom`
+    needs to estimate the effective number of markers ``n'``, which a
+    compressed result (its leading components only) cannot give.
+
+    Parameters
+    ----------
+    gt : xarray.DataArray
+        2-D genotypes (NumPy, Dask, packed, or on a device), e.g. ``kept`` of
+        :func:`patterson_scaling`.
+    weights : xarray.DataArray, optional
+        Along the variants, e.g. ``w`` of :func:`patterson_scaling`.
+    dim : str, optional
+        The sample dimension (default: as ``.svd`` takes it).
+    center : bool, default True
+        Remove each variant's mean over the samples.
+    missing : {"error", "mean"}
+        Missing calls (NaN, negative codes): an error, or the variant's mean.
+
+    Returns
+    -------
+    xarray.DataArray
+        The ``n_samples`` eigenvalues, largest first, along ``component``.
+
+    Notes
+    -----
+    Memory: the ``n x n`` float64 matrix (per Dask chunk in flight) and
+    :data:`GRAM_BLOCK_BYTES` of unpacked values; time ``n_variants * n**2``.
+    The matrix comes to the host once (counted) for ``eigvalsh``.
+
+    Examples
+    --------
+    >>> import xsvd
+    >>> gt = xsvd.datasets.genotypes(n_variants=2_000, n_samples=120, n_populations=3)
+    >>> kept, w = xsvd.patterson_scaling(gt)
+    >>> lam = xsvd.genomics.relationship_eigenvalues(kept, w)
+    >>> tw = xsvd.tracy_widom(lam)
+    >>> lam.sizes["component"], (tw.p_value.values[:4] < 1e-6).tolist()
+    (120, [True, True, False, False])
+    """
+    if missing not in ("error", "mean"):
+        raise ValueError(f"missing must be 'error' or 'mean', got {missing!r}.")
+    if not isinstance(gt, xr.DataArray) or gt.ndim != 2:
+        raise ValueError("relationship_eigenvalues needs 2-D genotypes (a DataArray).")
+    dim = default_sample_dim(gt) if dim is None else dim
+    if dim not in gt.dims:
+        raise ValueError(f"dim={dim!r} is not a dimension of the data, {list(gt.dims)}.")
+    vdim = next(d for d in gt.dims if d != dim)
+    a = gt.transpose(vdim, dim).data
+    n_var, n = a.shape
+    w = None
+    if weights is not None:
+        if not isinstance(weights, xr.DataArray) or weights.dims != (vdim,):
+            raise ValueError(f"weights must be a DataArray along {vdim!r}, as `w` is.")
+        if vdim in weights.coords and vdim in gt.coords:
+            weights = weights.sel({vdim: gt[vdim].values})
+        elif weights.sizes[vdim] != gt.sizes[vdim]:
+            raise ValueError(f"weights has {weights.sizes[vdim]} values for {n_var} variants.")
+        w = np.asarray(weights.values, dtype=np.float64)
+    if backend.is_dask(a):
+        import dask.array as da
+
+        a = a.rechunk({1: -1})  # whole rows: every pair of samples in each block
+        rows = np.ones(a.shape[0]) if w is None else w
+        wd = da.from_array(rows[:, None], chunks=(a.chunks[0], 1))
+        meta = backend.namespace(a).empty((0, 0), dtype=np.float64)
+        parts = da.map_blocks(
+            _gram, a, wd, center, missing, chunks=((n,) * a.numblocks[0], (n,)),
+            dtype=np.float64, meta=meta,
+        )  # fmt: skip
+        gram = parts.reshape(a.numblocks[0], n, n).sum(axis=0).compute()
+    else:
+        gram = _gram(a, None if w is None else w[:, None], center, missing)
+    lam = np.linalg.eigvalsh(backend.to_numpy(gram))[::-1]
+    return xr.DataArray(
+        np.maximum(lam, 0.0),
+        dims=("component",),
+        coords={"component": component_labels(n)},
+        name="eigenvalue",
+        attrs={"long_name": "eigenvalues of B B^T (S**2 of every component)"},
+    )
+
+
+def _gram(x, w, center: bool, missing: str):
+    """``B^T B`` of one block of variants (rows), on its device, a few MiB at a time."""
+    xp = backend.api(x)
+    rows, n = x.shape
+    step = max(1, GRAM_BLOCK_BYTES // (8 * max(n, 1)))
+    gram = None
+    for r0 in range(0, rows, step):
+        b = x[r0 : min(r0 + step, rows), :]
+        v = b.astype(np.float64) if backend.is_packed(b) else backend.astype(b, np.float64)
+        gone = GENOTYPES.mask(xp, v)
+        if missing == "error" and bool(xp.any(gone)):
+            raise ValueError(
+                "The genotypes have missing calls (NaN or negative codes); pass "
+                'missing="mean" to count each as its variant\'s mean, as .svd does.'
+            )
+        v = xp.where(gone, 0.0, v)
+        if center:
+            called = xp.sum(backend.astype(~gone, np.float64), axis=1, keepdims=True)
+            mean = xp.sum(v, axis=1, keepdims=True) / xp.maximum(called, 1.0)
+            v = xp.where(gone, 0.0, v - mean)
+        if w is not None:
+            v = v * backend.transfer(np.asarray(w[r0 : r0 + v.shape[0]]), like=v)
+        part = v.T @ v
+        gram = part if gram is None else gram + part
+    if gram is None:
+        return xp.zeros((n, n), dtype=xp.float64, device=backend.device(x))
+    return gram
