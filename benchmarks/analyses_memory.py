@@ -24,7 +24,9 @@ in a **fresh Python process**, which reports its own peak resident set size
 - ``hilbert``: ``xsvd.hilbert_eof(left, k, method="compressed", seed=0)`` and its
   ``explained_variance_ratio``;
 - ``bootstrap``: ``xsvd.bootstrap(left, k, n_replicates=10, seed=0)`` and its
-  ``explained_variance_ratio`` and ``replicate_explained_variance_ratio``.
+  ``explained_variance_ratio`` and ``replicate_explained_variance_ratio``;
+  ``bootstrap-100`` (only when named in ``--cases``): the same with the default
+  100 replicates.
 
 The table gives each run's largest difference in these numbers from the same case
 and layout in the first tree (the same results?).
@@ -81,8 +83,9 @@ elif case == "extended":
 elif case == "hilbert":
     res = xsvd.hilbert_eof(left, k, dim="time", method="compressed", seed=0)
     out = res.explained_variance_ratio.values
-elif case == "bootstrap":
-    res = xsvd.bootstrap(left, k, n_replicates=10, dim="time", seed=0)
+elif case in ("bootstrap", "bootstrap-100"):
+    n = 10 if case == "bootstrap" else 100
+    res = xsvd.bootstrap(left, k, n_replicates=n, dim="time", seed=0)
     ratios = res.replicate_explained_variance_ratio.values.ravel()
     out = np.r_[res.explained_variance_ratio.values, ratios]
 seconds = time.perf_counter() - t0
