@@ -14,7 +14,8 @@ bits  PLINK meaning                value (count of allele 1)
 ====  ===========================  ==========================
 
 :class:`PackedGenotypes` looks like a float32 (rows x samples) array with NaN
-for missing calls, but holds only the bytes (NumPy or CuPy). xsvd's solvers
+for missing calls, but holds only the bytes (NumPy, CuPy or any array-API
+library: the lookups use the standard's ``take`` there). xsvd's solvers
 turn one small sub-block at a time into floats, inside the products
 (:meth:`PackedGenotypes.block`). Anything else that NumPy or CuPy is asked to
 do with it (``np.asarray``, ufuncs, reductions) sees the unpacked values, so
@@ -61,6 +62,19 @@ def _table(xp, name: str, dtype=None, like=None):
     return _tables[key]
 
 
+def _lookup(name: str, raw, dtype=None):
+    """``table[raw]``: per byte of ``raw`` its row of the lookup table ``name``, on the bytes'
+    backend (NumPy and CuPy take 2-D indices, an order of magnitude faster than fancy
+    indexing; other array-API libraries the standard's 1-D ``take``)."""
+    if isinstance(raw, np.ndarray) or backend.is_cupy(raw):
+        xp = backend.namespace(raw)
+        return xp.take(_table(xp, name, dtype), raw, axis=0)
+    xp = backend.api(raw)
+    table = _table(xp, name, dtype, like=raw)
+    flat = xp.take(table, xp.reshape(raw, (-1,)), axis=0)
+    return xp.reshape(flat, (*raw.shape, *table.shape[1:]))
+
+
 def pack(values, xp=None):
     """Pack 0/1/2 genotype values (NaN or negative = missing) along the last axis.
 
@@ -105,7 +119,7 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
     Parameters
     ----------
     data : uint8 array (rows, bytes)
-        NumPy or CuPy; each row packs its ``n`` genotypes starting at
+        NumPy, CuPy or any array-API library's; each row packs its ``n`` genotypes starting at
         genotype ``offset`` of its first byte.
     n : int
         Genotypes per row.
@@ -167,7 +181,7 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
         return self.shape[0]
 
     def __repr__(self) -> str:
-        where = "GPU" if self.xp is not np else "host"
+        where = "device" if self.xp is not np else "host"
         return (
             f"PackedGenotypes(shape={self.shape}, 2 bits per genotype, "
             f"{self.nbytes} bytes in {where} memory)"
@@ -194,17 +208,10 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
         return self._base_block(rows, cols, dtype)
 
     def _base_block(self, rows, cols, dtype):
-        xp = self.xp
         r0, r1 = rows
         s, e = self.offset + cols[0], self.offset + cols[1]
         b0, b1 = s // 4, (e + 3) // 4
-        raw = self.data[r0:r1, b0:b1]
-        if xp is np or backend.is_cupy(raw):
-            # (r, bytes, 4); take() is an order of magnitude faster than fancy indexing
-            values = xp.take(_table(xp, "values", dtype), raw, axis=0)
-        else:  # the standard's take: indices in one dimension
-            table = _table(xp, "values", dtype, like=raw)
-            values = xp.take(table, xp.reshape(raw, (-1,)), axis=0)
+        values = _lookup("values", self.data[r0:r1, b0:b1], dtype)  # (r, bytes, 4)
         values = backend.reshape(values, (r1 - r0, (b1 - b0) * 4))
         return values[:, s - 4 * b0 : e - 4 * b0]
 
@@ -220,7 +227,7 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
         dtype = np.dtype(dtype)
         if dtype.kind == "f":
             return self.unpack(dtype)
-        return self.unpack().astype(dtype)
+        return backend.astype(self.unpack(), dtype)
 
     def called_stats(self):
         """Per row of the packed data (variant): sum, sum of squares and count of called values.
@@ -228,17 +235,13 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
         Computed on the bytes through lookup tables (nothing is unpacked but
         the at most two partial bytes at the ends of each row).
         """
-        xp = self.xp
+        xp = backend.api(self.data)
         s, e = self.offset, self.offset + self.n
         full0, full1 = (s + 3) // 4, e // 4
-        sums = xp.zeros(self.data.shape[0], dtype=np.float64)
-        sumsq = xp.zeros_like(sums)
-        called = xp.zeros(self.data.shape[0], dtype=np.int64)
+        parts = []  # (sums, sums of squares, counts) of the whole bytes, then of the edges
         if full1 > full0:
             raw = self.data[:, full0:full1]
-            sums += xp.take(_table(xp, "sum"), raw).sum(axis=1)
-            sumsq += xp.take(_table(xp, "sumsq"), raw).sum(axis=1)
-            called += xp.take(_table(xp, "called"), raw).sum(axis=1)
+            parts.append([xp.sum(_lookup(t, raw), axis=1) for t in ("sum", "sumsq", "called")])
         edges = [(s, min(e, 4 * full0))] if full1 > full0 else [(s, e)]
         if full1 > full0 and e > 4 * full1:
             edges.append((4 * full1, e))
@@ -246,10 +249,13 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
             if b > a:
                 v = self._base_block((0, self.data.shape[0]), (a - s, b - s), np.float64)
                 ok = ~xp.isnan(v)
-                sums += xp.where(ok, v, 0).sum(axis=1)
-                sumsq += xp.where(ok, v * v, 0).sum(axis=1)
-                called += ok.sum(axis=1)
-        return sums, sumsq, called
+                v = xp.where(ok, v, 0.0)
+                count = xp.sum(backend.astype(ok, np.int64), axis=1)
+                parts.append([xp.sum(v, axis=1), xp.sum(v * v, axis=1), count])
+        if not parts:
+            zero = xp.zeros(self.data.shape[0], dtype=xp.float64, device=backend.device(self.data))
+            return zero, zero, backend.astype(zero, np.int64)
+        return tuple(sum(column[1:], column[0]) for column in zip(*parts, strict=True))
 
     # ------------------------------------------------------------- indexing
     def __getitem__(self, key):
@@ -269,7 +275,7 @@ class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):
         stop = max(stop, start)
         s, e = self.offset + start, self.offset + stop
         b0, b1 = s // 4, max((e + 3) // 4, s // 4)
-        data = self.data[kr, b0:b1] if isinstance(kr, slice) else self.data[kr][:, b0:b1]
+        data = self.data[kr, b0:b1] if isinstance(kr, slice) else _rows(self.data, kr)[:, b0:b1]
         return PackedGenotypes(data, stop - start, s - 4 * b0, self.transposed)
 
     def _base_plain(self):
@@ -316,8 +322,18 @@ def _concatenate_packed(arrays, axis=0, **kwargs):
     base_axis = (axis % 2) if not first.transposed else 1 - (axis % 2)
     if base_axis != 0:
         return None
-    data = first.xp.concatenate([a.data for a in arrays], axis=0)
+    data = backend.api(first.data).concat([a.data for a in arrays], axis=0)
     return PackedGenotypes(data, first.n, first.offset, first.transposed)
+
+
+def _rows(data, key):
+    """Rows ``key`` (positions or a mask) of the bytes: host keys go to the bytes' device
+    (counted) for array-API libraries, whose arrays take no NumPy index arrays."""
+    if isinstance(data, np.ndarray) or backend.is_cupy(data) or not backend.is_numpy(key):
+        return data[key]
+    key = np.asarray(key)
+    key = np.flatnonzero(key) if key.dtype == bool else key.astype(np.int64)
+    return backend.api(data).take(data, backend.transfer(key, like=data), axis=0)
 
 
 def _plain(obj):
