@@ -237,8 +237,8 @@ def _weights(source: _Input, spec: str | None, sample_dims: list[str]) -> tuple[
         kept, w = xsvd.patterson_scaling(data, dim=sample_dims[0])
         dropped = data.size // data.sizes[sample_dims[0]] - w.size
         text = (
-            f"Patterson scaling, 1 / sqrt(2 p (1 - p)) per variant as PLINK 2's --pca "
-            f"({dropped} monomorphic variants left out)"
+            f"Patterson scaling, 1 / sqrt(2 p (1 - p)) per variant as PLINK 2's --pca, p from "
+            f"{w.attrs['frequencies_from']} ({dropped} monomorphic variants left out)"
         )
         return kept, w, text
     if spec == "coslat":
