@@ -285,3 +285,29 @@ def test_lazy_blocks_never_write_into_the_data(chunks):
     )
     for a, b in zip((left, right), before, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_squared_covariance_fraction_holds_one_gram_matrix(monkeypatch):
+    """Issue 29: the fractions took MCA on lazy input past the plain EOF + 0.3 GB. The Gram
+    route holds one n x n matrix, one block of features and panels of rows (it held a
+    second n x n product per block, 2.4 n**2 floats here): traced, one task at a time."""
+    rng = np.random.default_rng(6)
+    n, a, b = 1000, 1500, 1200  # a * b > n**2: the Gram route
+    left = rng.standard_normal((n, a)) + 3.0
+    right = rng.standard_normal((n, b)) + left[:, :1] - 1.0
+    lazy = [
+        xr.DataArray(da.from_array(x, chunks=(50, -1)), dims=("time", d))
+        for x, d in ((left, "p"), (right, "q"))
+    ]
+    res = xsvd.mca(*lazy, K, seed=0, n_power_iter=1)
+    monkeypatch.setattr(fields_module, "LAZY_BLOCK_VALUES", n * 200)  # blocks of 200 features
+    tracemalloc.start()
+    try:
+        with dask.config.set(scheduler="synchronous"):
+            total = res.total_squared_covariance
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    Bl, Br = left - left.mean(axis=0), right - right.mean(axis=0)
+    np.testing.assert_allclose(total, np.sum((Bl.T @ Br) ** 2) / (n - 1) ** 2, rtol=1e-12)
+    assert peak < 1.9 * n * n * 8, peak / (n * n * 8)

@@ -288,9 +288,10 @@ def covariance_norm(fl: Field, fr: Field) -> float:
     ``<Gl, Gr>_F / (n - 1)**2`` with ``G = B B^T`` over the samples, without
     holding ``Gr``: ``Gl`` is summed from blocks of the left field's features
     (every sample, ``Bl_c Bl_c^T``), then ``<Gl, Gr> = sum_c <Gl, Br_c
-    Br_c^T>`` over blocks of the right field's: one read of each field, two
-    ``n x n`` matrices and one block in memory (a Dask field's blocks are
-    computed one at a time: :meth:`Field.blocks`), never the data.
+    Br_c^T> = sum_c sum((Gl Br_c) * Br_c)`` over blocks of the right field's, a
+    panel of rows at a time: one read of each field, one ``n x n`` matrix and
+    one block in memory (a Dask field's blocks are computed one at a time:
+    :meth:`Field.blocks`), never the data.
     """
     n, a, b = fl.shape[0], fl.shape[1], fr.shape[1]
     if a * b <= n * n:
@@ -298,12 +299,10 @@ def covariance_norm(fl: Field, fr: Field) -> float:
         return fr.unscaled(fl.unscaled(backend.to_scalar(fl.xp.sum(C * C)) ** 0.5))
     G = _gram(fl)
     total = fl.zeros(())
-    for _, block in fr.blocks():
-        part = block @ block.T  # Br_c Br_c^T
+    for _, block in fr.blocks():  # <Gl, b b^T> = sum((Gl b) * b), a panel of rows at a time
+        for rows in _panels(n):
+            total += fl.xp.sum((G[rows, :] @ block) * block[rows, :])
         del block  # one block in memory at a time
-        part *= G
-        total += fl.xp.sum(part)
-        del part
     return fr.unscaled(fl.unscaled(backend.to_scalar(total) ** 0.5 / (n - 1)))
 
 
@@ -312,12 +311,18 @@ def _norm_part(norm: float) -> xr.DataArray:
 
 
 def _gram(f: Field):
-    """``B B^T`` (samples x samples), from blocks of features: one read."""
+    """``B B^T`` (samples x samples), from blocks of features: one read. Summed a panel of
+    rows at a time: no other ``n x n`` matrix is made."""
     G = f.zeros((f.shape[0],) * 2)
     for _, block in f.blocks():
-        G += block @ block.T
+        for rows in _panels(f.shape[0]):
+            G[rows, :] += block[rows, :] @ block.T
         del block  # one block in memory at a time
     return G
+
+
+def _panels(n: int, size: int = 256):
+    return (slice(r, min(n, r + size)) for r in range(0, n, size))
 
 
 #: MCA's parts of each field: saved with the field's own coordinates (the grids may differ).
