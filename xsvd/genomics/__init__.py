@@ -36,10 +36,11 @@ from __future__ import annotations
 
 from .packing import pack_genotypes
 from .pgen import open_pgen
-from .plink import PlinkFileError, open_plink, write_plink
+from .plink import open_plink, write_plink
 from .plink2 import write_eigenvec, write_plink_pca
 from .projection import project_samples, shrinkage_factors
 from .scaling import patterson_scaling
+from .tables import PlinkFileError
 from .twstats import relationship_eigenvalues, tracy_widom
 from .vcf import dosage
 

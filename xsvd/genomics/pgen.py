@@ -18,16 +18,8 @@ import xarray as xr
 
 from ..core.packed import PackedGenotypes, pack
 from ..labeled.dims import SAMPLE_DIM_ATTR
-from .plink import (
-    PGEN_SUFFIXES,
-    PlinkFileError,
-    check_sample_ids,
-    default_variant_chunk,
-    file_set_paths,
-    malformed_line,
-    missing_file_set,
-    sex_codes,
-)
+from .plink import PGEN_SUFFIXES, default_variant_chunk, file_set_paths, missing_file_set
+from .tables import PlinkFileError, check_sample_ids, malformed_line, sex_codes
 
 __all__ = ["open_pgen"]
 

@@ -17,10 +17,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ..core import backend
-from ..core.missing import GENOTYPES
 from .plink import coord_text
 from .results import host_values, spectrum, variant_dim
+from .scaling import called_sums
 
 __all__ = ["write_eigenvec", "write_plink_pca"]
 
@@ -251,35 +250,11 @@ def _observations(res, vdim: Hashable, genotypes) -> np.ndarray | None:
     sdim = next(d for d in genotypes.dims if d != vdim)
     # counted where the genotypes are (any device, Dask chunk by chunk), then picked by id
     # on the host: the data are never indexed
-    counts = _called(genotypes.transpose(vdim, sdim).data)
+    counts = called_sums(genotypes.transpose(vdim, sdim).data)[1]
     if by_id:
         coords = {vdim: genotypes[vdim].values}
         counts = xr.DataArray(counts, dims=vdim, coords=coords).sel({vdim: ids}).values
     return 2 * counts
-
-
-def _called(data) -> np.ndarray:
-    """Per row of a 2-D array (NumPy, CuPy, packed or Dask): the number of called values."""
-    if backend.is_dask(data):
-        parts = data.map_blocks(
-            _called_block,
-            chunks=(data.chunks[0], (1,) * len(data.chunks[1])),
-            dtype=np.int64,
-            meta=np.empty((0, 0), dtype=np.int64),
-        )
-        return np.asarray(parts.sum(axis=1).compute(), dtype=np.int64)
-    return _called_block(data)[:, 0]
-
-
-def _called_block(b):
-    """The called values per row of one block, counted on its device (NumPy result)."""
-    if backend.is_packed(b) and not b.transposed:  # counted on the bytes
-        return backend.to_numpy(b.called_stats()[2]).astype(np.int64)[:, None]
-    xp = backend.api(b)
-    x = b.unpack() if backend.is_packed(b) else b
-    called = ~GENOTYPES.mask(xp, x)  # NaN or a negative code is a missing call
-    counts = xp.sum(backend.astype(called, np.int64), axis=1)
-    return backend.to_numpy(counts).astype(np.int64)[:, None]
 
 
 def _loadings_table(res, vdim: Hashable, m: int, obs: np.ndarray | None) -> dict:

@@ -12,7 +12,7 @@ from ..core import backend
 from ..core.missing import GENOTYPES
 from ..labeled.dims import SAMPLE_DIM_ATTR
 
-__all__ = ["patterson_scaling", "select_variants"]
+__all__ = ["patterson_scaling", "select_variants", "called_sums"]
 
 #: Bytes of the data a frequency count turns into temporaries at a time
 #: (a few times this in lookup indices and float64 sums, whatever the chunks).
@@ -114,7 +114,7 @@ def patterson_scaling(
     gt = gt.copy(deep=False)
     gt.attrs[SAMPLE_DIM_ATTR] = dim
     chosen = _founders(gt, dim, founders)
-    sums, counts = _called_sums(gt.transpose(vdim, dim).data, chosen)
+    sums, counts = called_sums(gt.transpose(vdim, dim).data, chosen)
     p = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0) / 2
     keep = (counts > 0) & (p > 0) & (p < 1)
     w = np.zeros_like(p)
@@ -252,7 +252,7 @@ def _take_in_memory(gt: xr.DataArray, vdim: Hashable, idx: np.ndarray) -> xr.Dat
     return xr.DataArray(picked, dims=gt.dims, coords=coords, name=gt.name, attrs=gt.attrs)
 
 
-def _called_sums(a, cols: np.ndarray | None = None):
+def called_sums(a, cols: np.ndarray | None = None):
     """Per-row sum and count of the called (non-missing) values of a 2-D array, over the
     columns where the host mask ``cols`` is True (all without one)."""
     if backend.is_dask(a):
