@@ -99,7 +99,12 @@ def extended_eof(
     are unit vectors with the lag dimension ``lag`` (xeofs' ``embedding``,
     coordinate ``0, tau, 2 tau, ...``); the scores are ``U S`` (xeofs'
     ``scores()``), NaN at the last ``(L - 1) tau`` samples, which start no
-    complete row; ``explained_variance`` is ``S**2 / (N - 1)``.
+    complete row; ``explained_variance`` is ``S**2 / (N - 1)``. The field is
+    multiplied by a power of two (exact) that brings its weighted data near 1
+    before any product, and ``S`` scaled back: data of any magnitude (float32
+    at 1e20, float64 at 1e+-170) neither overflow nor underflow, and
+    ``explained_variance_ratio`` is right where ``total_variance`` is beyond
+    float64.
 
     Examples
     --------

@@ -7,8 +7,14 @@ count, infinite values, mean, standard deviation) and returns a
 corrections: the data are never centered, weighted or filled in memory.
 :func:`cross_products` gives both products of two fields' cross matrix
 ``Bl^T Br`` with one read of each field (a block of samples of both at a
-time). Features that are NaN at every sample (land in an ocean field) are
-left out and come back as NaN; a NaN at some samples only is the core's
+time). Each field's ``B`` is its data's times a power of two (exact) that
+brings it near 1, so that data of any magnitude neither overflow nor
+underflow in the products: :meth:`Field.unscaled` takes results back to the
+data's units. A constant feature (a standard deviation at rounding level, the
+rule of ``docs/input-rules.md``) has a standard deviation of 0: weight 0 with
+``standardize``, NaN correlations. Features that are NaN at every sample
+(land in an ocean field) are left out and come back as NaN; a NaN at some
+samples only is the core's
 :class:`~xsvd.MissingValueError`, an infinite value its
 :class:`~xsvd.InfiniteValueError`, both naming the features
 (:mod:`xsvd.core.missing`).
@@ -268,6 +274,7 @@ def cross_products(fl: Field, fr: Field, W, T):
     >>> right = xr.DataArray(rng.standard_normal((30, 3)), dims=("time", "y"))
     >>> fl, fr = prepare_field(left, "time"), prepare_field(right, "time")
     >>> CW, CtT = cross_products(fl, fr, np.eye(3), np.eye(4))
+    >>> CW, CtT = (fl.unscaled(fr.unscaled(C)) for C in (CW, CtT))  # the data's units
     >>> Bl, Br = left.values - left.values.mean(0), right.values - right.values.mean(0)
     >>> bool(np.allclose(CW, Bl.T @ Br) and np.allclose(CtT, Br.T @ Bl))
     True

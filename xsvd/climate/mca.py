@@ -86,7 +86,9 @@ def mca(
         Remove each feature's mean over the samples first.
     standardize : bool
         Divide each feature by its standard deviation (``ddof=0``, before the
-        weights), as xeofs' ``standardize=True``.
+        weights), as xeofs' ``standardize=True``. A constant feature (a
+        deviation at rounding level, as ``docs/input-rules.md`` defines it) gets
+        weight 0; its correlation maps are NaN with or without ``standardize``.
     method : {"compressed", "exact"}
         ``"compressed"`` (default) never forms ``C``: each pass reads each
         field once and gives a product with ``C`` and one with ``C^T``.
