@@ -59,7 +59,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend
-from ..core.blas import small_blas, small_step
+from ..core.blas import one_blas_thread, small_blas, small_step
 from ..core.options import CompressedOptions, check_flag, split_options, takes_options
 from ..core.randomized.magnitude import times_power_of_two
 from ..core.randomized.operator import operator_svd
@@ -524,17 +524,18 @@ def _compressed(f, k: int, options: CompressedOptions):
     """
     m, n = f.shape
     pairs = k + 1 if k < min(m, n) else k
-    res = operator_svd(
-        f.matmat,
-        f.rmatmat,
-        (2 * m, 2 * n),
-        2 * pairs,
-        n_oversamples=options.n_oversamples,
-        n_power_iter=options.n_power_iter,
-        tol=options.tol,
-        max_passes=options.max_passes,
-        seed=options.seed,
-    )
+    with one_blas_thread():  # the products run on threads of their own (.analytic_field)
+        res = operator_svd(
+            f.matmat,
+            f.rmatmat,
+            (2 * m, 2 * n),
+            2 * pairs,
+            n_oversamples=options.n_oversamples,
+            n_power_iter=options.n_power_iter,
+            tol=options.tol,
+            max_passes=options.max_passes,
+            seed=options.seed,
+        )
     U, S, V = pairs_to_complex(res.U, res.S, res.V, m, n, k)
     errors = complex_errors(res.errors, res.S, k)
     resolved = options.resolved(lazy=False)
