@@ -39,7 +39,7 @@ REPLICATE = "replicate"
 FIXED_PASSES_WARNING = 1e-2
 #: ``batch`` by default: as many replicates as hold about this many bytes of Krylov spaces
 #: (and of feature-sized sums over Dask stripes of samples) at once.
-BATCH_BYTES = 2**28
+BATCH_BYTES = 2**27
 #: ``settings["stopped"]`` of several batches: the first of these that any batch gave.
 _REASONS = (MAX_PASSES, FIXED, CONVERGED, SPACE_FULL)
 
@@ -118,7 +118,7 @@ def bootstrap(
         data ``passes + 1`` times. Memory holds about ``2 * batch * samples *
         (k + n_oversamples) * passes`` float64 numbers for the Krylov spaces
         (over Dask stripes of samples, also a few ``batch * features * (k +
-        n_oversamples)``); by default as many as hold about 256 MiB (all the
+        n_oversamples)``); by default as many as hold about 128 MiB (all the
         replicates of a small field).
     keep_patterns : bool, default False
         Also return every replicate's patterns (``replicate_V``), signs
