@@ -84,25 +84,22 @@ class OnData:
 class Field:
     """A field's matrix ``X`` (samples x kept features) and ``B = (X - 1 mu^T) diag(d)``.
 
-    ``mean`` is ``mu`` (zeros without centering), ``scale`` the diagonal
-    ``d`` (weights, over the standard deviations with ``standardize``, times
-    ``2**exponent``), ``std`` the features' standard deviations (``ddof=0``,
-    for correlations; 0 for a constant feature, by the rule of
-    :func:`xsvd.labeled.preprocess.standardized_weights`), ``kept`` which
-    features of the layout are in ``data``: host (NumPy) vectors; ``on_data``
-    holds them in the memory of the data. ``exponent``: the power of two that
-    brings the largest weighted column to ``[0.5, 1)`` (data of any
-    magnitude: the products, and the squares of two fields' products, neither
-    overflow nor underflow), so that ``B`` here is
+    ``kept``: which features of the layout are in ``data`` (host). ``on_data``
+    holds, in the memory of the data, ``mean`` (``mu``, zeros without
+    centering), ``scale`` (the diagonal ``d``: weights, over the standard
+    deviations with ``standardize``, times ``2**exponent``), ``std`` (the
+    features' standard deviations, ``ddof=0``, for correlations; 0 for a
+    constant feature, by the rule of
+    :func:`xsvd.labeled.preprocess.standardized_weights`) and ``kept``.
+    ``exponent``: the power of two that brings the largest weighted column to
+    ``[0.5, 1)`` (data of any magnitude: the products, and the squares of two
+    fields' products, neither overflow nor underflow), so that ``B`` here is
     ``2**exponent`` times the data's; :meth:`unscaled` takes results back.
     """
 
     layout: Layout
     data: Any
     kept: np.ndarray
-    mean: np.ndarray
-    scale: np.ndarray
-    std: np.ndarray
     dtype: Any
     on_data: OnData
     units: Any = None
@@ -406,7 +403,7 @@ def prepare_field(
         data = backend.api(a).take(a, backend.transfer(idx, a), axis=1)
     mean = mean[kept] if center else np.zeros(int(kept.sum()))
     on_data = OnData(*(backend.transfer(v, a) for v in (mean, scale, std, kept)))
-    return Field(layout, data, kept, mean, scale, std, dtype, on_data, units, exponent)
+    return Field(layout, data, kept, dtype, on_data, units, exponent)
 
 
 def covariance_units(fl: Field, fr: Field) -> dict | None:
