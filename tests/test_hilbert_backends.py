@@ -146,14 +146,18 @@ def test_error_estimates_bound_the_complex_components():
 
 
 def test_in_memory_peak_is_under_three_times_the_field(monkeypatch):
-    """Neither R nor a complex copy of the field: the transform is kept once (float64),
-    so the traced peak, the field included, stays under 3x the field (before: ~19x).
-    Blocks are made the share of the field they are at full size (~1/12)."""
+    """Neither R, the transform of the field, nor a complex or centered copy of it: the
+    traced peak, the field included, stays under 2x the field (measured 1.7x: the
+    field, the solver's Krylov basis, a block per thread; goal 3x; 2.6x while the
+    transform was kept, ~19x before that). Blocks are made the share of the field they
+    are at full size (~1/12)."""
     from xsvd.climate import analytic_field
 
     a = _matrix(2730, 3000, seed=2)  # padded series of 8,188 = 4 x 23 x 89 samples
     monkeypatch.setattr(analytic_field, "BLOCK_VALUES", a.size // 12)
     monkeypatch.setattr(analytic_field, "FFT_THREADS", 2)  # the same on every machine
+    monkeypatch.setattr(analytic_field, "PRODUCT_THREADS", 2)
+    monkeypatch.setattr(analytic_field, "STATS_VALUES", a.size // 93)
     options = dict(padding="exp", method="compressed", seed=0, n_power_iter=7)  # 8 passes
     xsvd.hilbert_eof(_labeled(a[:100, :200]), K, **options)  # first-use imports, not traced
     tracemalloc.start()
@@ -166,7 +170,7 @@ def test_in_memory_peak_is_under_three_times_the_field(monkeypatch):
     finally:
         tracemalloc.stop()
     ratio = (peak - base + a.nbytes) / a.nbytes
-    assert ratio < 3, ratio
+    assert ratio < 2, ratio
 
 
 @pytest.mark.parametrize(
