@@ -118,8 +118,11 @@ class Executor(ABC):
         """Per-stripe results joined along the cut dimension."""
 
     def head(self, rows: int):
-        """The data's first ``rows`` rows (a Dask array for Dask data: lazy, and only the
-        chunks that hold them are read when it is computed)."""
+        """The data's first rows in memory, at most ``rows``; None for Dask data: a step
+        taking them would read those chunks once more (dask puts a read of its own into
+        each step that takes chunks), beside the pass that reads them anyway."""
+        if backend.is_dask(self.data):
+            return None
         return self.data[: min(rows, self.data.shape[0]), :]
 
     def _meta(self, ndim: int, dtype):

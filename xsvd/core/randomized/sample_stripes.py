@@ -64,12 +64,11 @@ class StripeSums(Summable):
 
 
 @dataclass
-class Prepared:
-    """What is read before the passes: ``fill`` (``missing="mean"``: the features' means
-    over their present values, or None) and ``reference`` (float64 per feature, or None:
-    see :func:`.stripe.offset_reference`), in the data's units."""
+class SampleStats(FeatureStats):
+    """The :class:`~.state.FeatureStats` of the first pass and the ``reference`` it read the
+    data less (float64 per feature, in the data's units; None: none, see
+    :func:`.stripe.offset_reference`), for later passes."""
 
-    fill: Any = None
     reference: Any = None
 
 
@@ -98,32 +97,33 @@ class SampleStripes:
         self._nan_columns = None  # (statistics, the mask or None), see nan_columns
         self._corrects = None  # (statistics, bool), see corrects_mean
 
-    def prepare(self) -> Prepared | None:
-        """``missing="mean"``: each feature's mean over its present values (one read), in
-        the product dtype (in float64 for float64 data multiplied in float32,
-        ``narrowing``, whose values may be beyond float32's range); ``center=True`` on
-        floating-point data: the reference of features far from zero, from the data's
-        first rows (on Dask, the chunks that hold them are read once more). None when
-        neither is needed."""
-        ex, pb = self.ex, self.problem
-        fill, reference = None, None
-        if pb.prepass:
-            sums = ex.map(_read_present, ex.stripes(), self.spec)
-            dtype = np.float64 if pb.narrowing else pb.dtype
-            fill = ex.call(_present_means, ex.sum(sums), dtype)
-        head = ex.head(HEAD_ROWS)
-        if pb.center and not backend.is_packed(head) and is_floating(head.dtype):
-            reference = ex.call(offset_reference, head, pb.dtype)
-            if ex.concrete and not pb.prepass:  # computed now: None needs no more
-                (reference,) = backend.compute(reference)
-        if fill is None and reference is None:
-            return None
-        return Prepared(fill, reference)
+    def prepare(self):
+        """``missing="mean"``: each feature's mean over its present values (one read).
 
-    def read(self, basis, stats: FeatureStats | None, prepared: Prepared | None, first: bool):
+        In the product dtype; in float64 for float64 data multiplied in float32
+        (``narrowing``), whose values may be beyond float32's range.
+        """
+        if not self.problem.prepass:
+            return None
+        ex = self.ex
+        sums = ex.map(_read_present, ex.stripes(), self.spec)
+        dtype = np.float64 if self.problem.narrowing else self.problem.dtype
+        return ex.call(_present_means, ex.sum(sums), dtype)
+
+    def reference(self):
+        """``center=True`` on floating-point data in memory: the reference of the features
+        far from zero (or None), from the data's first rows. Not for Dask data (see
+        :meth:`.executors.Executor.head`): their first pass reads them uncentered."""
+        ex, pb = self.ex, self.problem
+        head = ex.head(HEAD_ROWS)
+        if not pb.center or head is None or backend.is_packed(head) or not is_floating(head.dtype):
+            return None
+        return ex.call(offset_reference, head, pb.dtype)
+
+    def read(self, basis, stats: SampleStats | None, fill, first: bool):
         """One pass: the sketch of ``C W`` and, on the first pass, the feature statistics."""
         ex, pb = self.ex, self.problem
-        fill, reference = (None, None) if prepared is None else (prepared.fill, prepared.reference)
+        reference = self.reference() if first else stats.reference
         basis_w = ex.call(_weighted_basis, basis, self.weights, pb.dtype)
         # the mean is known after the first pass: later passes center each sub-block as
         # it is multiplied, unless the rank-one correction loses nothing that matters
@@ -155,7 +155,14 @@ class SampleStripes:
         total = ex.sum(sums)
         if first:
             stats = ex.call(
-                _first_pass_stats, total, pb.n_samples, self.spec, pb.locate, self.weights, exact
+                _first_pass_stats,
+                total,
+                pb.n_samples,
+                self.spec,
+                pb.locate,
+                self.weights,
+                exact,
+                reference,
             )
         # what centering still takes off, as a rank-one correction: the mean (data read
         # uncentered), the mean less the reference, or the rounding of the mean subtracted
@@ -399,8 +406,8 @@ def _scaled_fill(fill, column_scale, dtype):
 
 
 def _first_pass_stats(
-    total: StripeSums, m: int, spec: ReadSpec, locate, w, exact=None
-) -> FeatureStats:
+    total: StripeSums, m: int, spec: ReadSpec, locate, w, exact=None, reference=None
+) -> SampleStats:
     """Means, total sum of squares and all-missing features from the first pass's sums
     (of the data less ``exact``, when given: the reference subtracted).
 
@@ -423,7 +430,7 @@ def _first_pass_stats(
         ss = ss * w**2
     if exact is not None:
         mean = mean + exact
-    return FeatureStats(mean, backend.api(ss).sum(ss), nan_mask, amax)
+    return SampleStats(mean, backend.api(ss).sum(ss), nan_mask, amax, reference=reference)
 
 
 def _centered(total: StripeSums, basis_w, mean, w, m: int):
