@@ -134,7 +134,10 @@ def test_pack_genotypes(backend, genotypes):
     """It raised AttributeError 'astype' on the device."""
     gt = genotypes.astype(np.float32)
     want = xsvd.pack_genotypes(gt)
-    got = xsvd.pack_genotypes(_on(backend, gt))
+    data = _on(backend, gt)
+    xb.TRANSFERS.reset()
+    got = xsvd.pack_genotypes(data)
+    assert xb.TRANSFERS.count("to_host") == 0  # packed where the data are
     assert xb.is_packed(got.data) and got.dims == gt.dims
     if not backend.lazy:  # the same bytes, on the data's device
         _lives_on(backend, got.data.data)

@@ -75,42 +75,42 @@ def _lookup(name: str, raw, dtype=None):
     return xp.reshape(flat, (*raw.shape, *table.shape[1:]))
 
 
-def pack(values, xp=None):
+def pack(values):
     """Pack 0/1/2 genotype values (NaN or negative = missing) along the last axis.
 
     Parameters
     ----------
     values : array (rows, n)
-        NumPy or CuPy, integer or float. Values other than 0, 1, 2 and
-        missing are an error.
+        Integer or float, of any array-API library (the bytes stay on its
+        device). Values other than 0, 1, 2 and missing are an error.
 
     Returns
     -------
     PackedGenotypes
     """
-    xp = backend.namespace(values) if xp is None else xp
+    xp = backend.api(values)
     v = xp.asarray(values)
     if v.ndim != 2:
         raise ValueError(f"Packing needs a 2-D (variants x samples) array, got {v.ndim}-D.")
     rows, n = v.shape
-    vf = v.astype(np.float32, copy=False)
+    vf = backend.astype(v, np.float32, copy=False)
     missing = GENOTYPES.mask(xp, vf)
     ok = missing | (vf == 0) | (vf == 1) | (vf == 2)
-    if not bool(ok.all()):
+    if not bool(xp.all(ok)):
         bad = backend.to_numpy(vf[~ok][:5])
         raise ValueError(
             "Only genotype values 0, 1 and 2 (allele counts of a diploid call), NaN or "
             f"negative values (missing) can be packed to 2 bits; found {bad.tolist()}. "
             "Round dosages first (e.g. `da.round()`), or leave the data unpacked."
         )
-    nb = (n + 3) // 4
-    code = xp.zeros((rows, nb * 4), dtype=np.uint8)  # padding: 00, as PLINK writes it
-    c = code[:, :n]
-    c[vf == 1] = 2
-    c[vf == 0] = 3
-    c[missing] = 1
+    code = sum(
+        c * backend.astype(m, np.uint8) for c, m in ((1, missing), (2, vf == 1), (3, vf == 0))
+    )
+    if n % 4:  # padding: 00, as PLINK writes it
+        pad = xp.zeros((rows, 4 - n % 4), dtype=code.dtype, device=backend.device(code))
+        code = xp.concat([code, pad], axis=1)
     packed = code[:, 0::4] | (code[:, 1::4] << 2) | (code[:, 2::4] << 4) | (code[:, 3::4] << 6)
-    return PackedGenotypes(xp.ascontiguousarray(packed), n)
+    return PackedGenotypes(packed, n)
 
 
 class PackedGenotypes(np.lib.mixins.NDArrayOperatorsMixin):

@@ -24,11 +24,8 @@ def pack_genotypes(gt: xr.DataArray, *, dim: Hashable = "samples") -> xr.DataArr
     missing) but takes a sixteenth of float32's memory (a quarter of
     uint8's); xsvd's solvers unpack it a small block at a time inside the
     products. Dask chunks are packed one by one (lazily), CuPy data stay on
-    the GPU. Data of other array-API libraries (array-api-strict's devices)
-    are packed on the host, as :func:`xsvd.core.packed.pack` needs NumPy's or
-    CuPy's array methods: their values come to the host in one counted move
-    and the packed bytes (a sixteenth of float32's size) go back to the
-    data's device, where they stay. The result names ``dim`` as its sample
+    the GPU, data of other array-API libraries (array-api-strict's
+    devices) on theirs: nothing comes to the host. The result names ``dim`` as its sample
     dimension (the attribute ``xsvd_sample_dim``), so ``.svd`` takes it
     without ``dim=``.
 
@@ -62,11 +59,8 @@ def pack_genotypes(gt: xr.DataArray, *, dim: Hashable = "samples") -> xr.DataArr
         packed = data.map_blocks(pack, dtype=np.float32, meta=meta)
     elif backend.is_packed(data):
         packed = data
-    elif backend.is_numpy(data) or backend.is_cupy(data):
+    else:  # on the data's device (NumPy, CuPy or any array-API library)
         packed = pack(data)
-    else:  # another array-API library: packed on the host, the bytes back on its device
-        host = pack(backend.to_numpy(data))
-        packed = host.with_data(backend.transfer(host.data, like=data))
     out = t.copy(data=packed)
     out.attrs[SAMPLE_DIM_ATTR] = dim
     return out.transpose(*order)
