@@ -168,7 +168,8 @@ def _beyond_float32(a, weights) -> bool:
 
     Weights with a nonzero magnitude outside :data:`FLOAT32_SAFE`, or (NumPy
     and CuPy data: measured here, cheap beside the SVD) data whose largest
-    magnitude is (subnormal values included).
+    magnitude is (subnormal values included); Dask data on a device that flushes
+    subnormal values, whose magnitude is not known before the read.
     """
     low, high = 2.0 ** FLOAT32_SAFE[0], 2.0 ** FLOAT32_SAFE[1]
     if weights is not None:
@@ -176,8 +177,10 @@ def _beyond_float32(a, weights) -> bool:
         w = w[w > 0]
         if w.size and (w.min() < low or w.max() > high):
             return True
-    if backend.is_dask(a) or backend.is_packed(a) or a.size == 0:
-        return False  # not measured before the read / genotypes: 0, 1, 2
+    if backend.is_dask(a):  # not measured before the read: on a device that flushes
+        return backend.flushes_subnormals(backend.chunk_type(a))  # subnormals, always
+    if backend.is_packed(a) or a.size == 0:
+        return False  # genotypes: 0, 1, 2
     xp = backend.namespace(a)
     if xp is np and not backend.flushes_subnormals(a):  # NaN (missing) left out, no copy
         flat = a.reshape(-1)
