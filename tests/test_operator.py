@@ -49,6 +49,7 @@ def test_matches_numpy_and_estimates_bound_the_truth(shape, n_power_iter, rate):
     res = operator_svd(matmat, rmatmat, a.shape, k, n_power_iter=n_power_iter, seed=3)
     assert res.U.shape == (shape[0], k) and res.V.shape == (shape[1], k)
     assert res.passes == n_power_iter + 1 == calls["matmat"] == calls["rmatmat"]
+    assert res.stopped == "n_power_iter"
     assert res.bounds
     s_err = np.abs(res.S - s[:k])
     angle = np.maximum(_angles(res.U, u[:, :k]), _angles(res.V, vt[:k].T))
@@ -78,7 +79,9 @@ def test_default_stops_when_converged_and_tol_is_kept():
     # a slowly decaying spectrum needs more passes for the same tolerance
     b = _decaying(150, 60, 0.99, seed=1)
     slow = operator_svd(lambda w: b @ w, lambda t: b.T @ t, b.shape, 4, tol=1e-8, max_passes=5)
-    assert slow.passes == 5
+    assert slow.passes == 5 and res.stopped == "converged"
+    tight = operator_svd(lambda w: b @ w, lambda t: b.T @ t, b.shape, 4, tol=1e-14, max_passes=3)
+    assert tight.passes == 3 and tight.stopped == "max_passes"
 
 
 def test_final_product_when_sketches_are_not_kept():
@@ -194,7 +197,9 @@ def test_fused_default_stops_when_converged_one_pass_and_low_rank():
     assert np.all(res.errors[:, 0] / res.S <= 1e-6) and np.all(res.errors[:, 2] <= 1e-6)
     b = _decaying(150, 60, 0.99, seed=1)
     slow = fused_operator_svd(_both(b)[0], b.shape, 4, tol=1e-8, max_passes=5)
-    assert slow.passes == 5
+    assert slow.passes == 5 and res.stopped == "converged"
+    tight = fused_operator_svd(_both(b)[0], b.shape, 4, tol=1e-14, max_passes=3)
+    assert tight.passes == 3 and tight.stopped == "max_passes"
     one = fused_operator_svd(_both(a)[0], a.shape, 3, n_power_iter=0)
     assert one.passes == 1 and np.all(np.isinf(one.errors[:, 0]))
     np.testing.assert_allclose(a @ one.V, one.U * one.S, atol=1e-12)
@@ -212,6 +217,21 @@ def test_fused_small_side_fills_then_gets_no_columns():
     both, calls = _both(a)
     res = fused_operator_svd(both, a.shape, 3, n_power_iter=3)
     assert calls[0] == (13, 8) and all(t == 0 for _, t in calls[1:])
+    assert len(calls) == 2 and res.stopped == "space full"  # 13 + 8 columns span A^T's range
     np.testing.assert_allclose(res.S, s[:3], rtol=1e-12)
     with pytest.raises(ValueError, match=r"both\(W, T\)\[1\] returned shape"):
         fused_operator_svd(lambda w, t: (a @ w, t), a.shape, 2, n_power_iter=1)
+
+
+def test_a_first_block_that_fills_the_space_is_exact_with_estimates():
+    """k + p >= the short side: one pass spans it; the Ritz triplets are exact and their
+    estimates say so (before: inf, and with sketches not kept one more product)."""
+    a = _decaying(40, 12, 0.9, seed=7)
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    matmat, rmatmat, calls = _counted(a)
+    with xsvd.set_options(krylov_sketch_bytes=0):
+        res = operator_svd(matmat, rmatmat, a.shape, 4, n_power_iter=3)
+    assert res.passes == res.reads == calls["matmat"] == 1 and res.stopped == "space full"
+    np.testing.assert_allclose(res.S, s[:4], rtol=1e-13)
+    assert np.all(np.isfinite(res.errors)) and res.errors[:, 0].max() < 1e-12
+    assert np.all(res.errors[:, 0] >= np.abs(res.S - s[:4]))

@@ -1,34 +1,20 @@
 """Matrix-free compressed SVD: a linear operator given only by its products.
 
-``A`` (m x n) is known through two callables::
+``A`` (m x n) is known through ``matmat(W) -> A @ W`` and ``rmatmat(T) -> A.T @ T``,
+which may read data (the caller decides what one call reads). :func:`operator_svd`
+runs on the loop of the compressed SVD (:func:`.solver.solve`), the operator one
+stripe of the data (:class:`OperatorSide`): a pass is ``Y = A W``, ``Z = A^T Y``,
+and the stopping rule, Krylov room, error estimates, final factors and signs are
+the compressed SVD's. The basis is on the shorter side (``A`` is worked on
+transposed when ``m < n``). Used by the extended and Hilbert EOF.
 
-    matmat(W)  -> A @ W      (W: n x l)
-    rmatmat(T) -> A.T @ T    (T: m x l)
-
-that may read data (for Dask data they return computed, small arrays: the
-caller decides what one call reads). One *pass* is one ``matmat`` and one
-``rmatmat``: ``Y_j = A W_j`` and ``Z_j = A^T Y_j``, a block of the Krylov
-space of ``A^T A`` (block Lanczos with full reorthogonalization, as the
-main solver, :mod:`.solver`, with ``krylov=True``). The Ritz triplets of the
-span of every pass's basis, their error estimates (``errors``: the singular
-value's error, the vectors' angle, the relative residual, the same
-estimates as the main solver's) and the ``W``-side singular vectors come
-from the small matrices alone (:func:`.small.krylov_finish`); the ``Y``-side
-vectors ``A W X / s`` from the sketches ``Y_j`` kept (when they take at most
-``xsvd.set_options(krylov_sketch_bytes=...)``), else from one more
-``matmat``. Every small step is in float64.
-
-The basis side is the shorter side of ``A`` (``A`` is worked on transposed
-when ``m < n``): the Krylov space fills it sooner and its factorizations are
-smaller. Used by the extended EOF (``A`` the time-embedded data), which
-never forms ``A``.
-
-:func:`fused_operator_svd` is for operators whose products ``A W`` and
-``A^T T`` cost one read of the data together (:func:`xsvd.mca`: ``A`` the
-cross-covariance of two fields, read a block of samples of both at a time):
-one pass is one call ``both(W, T)``, block Lanczos on ``[[0, A], [A^T, 0]]``
-with a left and a right basis, Ritz triplets and exact residuals from the
-images of every block, no product after the last pass.
+:func:`fused_operator_svd` is for operators whose products ``A W`` and ``A^T T``
+cost one read of the data together (:func:`xsvd.mca`: ``A`` the cross-covariance
+of two fields): one pass is one call ``both(W, T)``, block Lanczos on ``[[0, A],
+[A^T, 0]]`` with a left and a right basis, no product after the last pass. On
+the one loop a pass would read each field twice; per read it is far less
+accurate (``benchmarks/solver_fused.py``), so it keeps its own loop and shares
+the options, room, stopping rule, estimates and signs.
 
 References
 ----------
@@ -54,7 +40,10 @@ from ..options import CompressedOptions
 from .executors import Eager
 from .plan import SAMPLES, Problem
 from .small import (
+    FIXED,
+    MAX_PASSES,
     ROUNDING,
+    SPACE_FULL,
     estimates_are_bounds,
     hstack,
     krylov_room,
@@ -79,7 +68,10 @@ class OperatorSVD:
     bounds when ``bounds`` (see :func:`.small.estimates_are_bounds`).
     ``passes``: the passes made (``matmat`` + ``rmatmat``, or one call of
     ``both`` for :func:`fused_operator_svd`); ``reads``: the calls of
-    ``matmat`` (``passes``, or one more for ``U``; ``passes`` when fused).
+    ``matmat`` (``passes``, or one more for ``U``; ``passes`` when fused);
+    ``stopped``: why the passes stopped (as ``settings["stopped"]`` of
+    :func:`xsvd.compressed`: ``"converged"``, ``"precision of float32
+    products"``, ``"max_passes"``, ``"n_power_iter"`` or ``"space full"``).
     """
 
     U: np.ndarray
@@ -89,6 +81,7 @@ class OperatorSVD:
     passes: int
     reads: int
     bounds: bool
+    stopped: str = FIXED
 
 
 def operator_svd(
@@ -206,7 +199,7 @@ def _run(matmat, rmatmat, shape, k: int, opts: CompressedOptions, dtype, transpo
     U, V, S, errors, _, problem = solve(ex, problem, omega, make_side=side)
     q = problem.n_power_iter
     bounds = estimates_are_bounds(True, opts.n_oversamples, q)
-    return U, S, V, np.asarray(errors), (q + 1, problem.passes, bounds)
+    return U, S, V, np.asarray(errors), (q + 1, problem.passes, bounds, problem.stopped)
 
 
 class OperatorSide:
@@ -320,7 +313,7 @@ def fused_operator_svd(
     start = backend.standard_normal(np, seed, (m + n, width), np.float64)
     lefts, rights = [orth(start[:m, : min(width, m)])], [orth(start[m:, : min(width, n)])]
     images, co_images = [], []  # A V_j and A^T U_j, per pass
-    found = None  # the last pass's two-sided Ritz triplets, when computed
+    found, stopped = None, None  # the last pass's two-sided Ritz triplets, when computed
     while True:
         V_j, U_j = rights[-1], lefts[-1]
         AV, AtU = both(V_j, U_j)
@@ -330,13 +323,15 @@ def fused_operator_svd(
         room_r = krylov_room(n, min(m, n), width, sum(b.shape[1] for b in rights))
         full = room_l == 0 and room_r == 0  # both bases span their spaces: exact
         if len(images) >= most or full:
+            stopped = SPACE_FULL if full else MAX_PASSES if opts.converges else FIXED
             break
         with small_blas(lefts, rights, images, co_images):  # the pass's small steps
             if opts.converges and len(images) >= 2:
                 found = _two_sided(lefts, rights, images, co_images, k, dtype)
                 # H's eigenvalues are the singular values themselves: floors of (s_1 / s_j)
                 at = opts.default_stop
-                if stop_reason(found[3], found[1], opts.tol, at, dtype, power=1):
+                stopped = stop_reason(found[3], found[1], opts.tol, at, dtype, power=1)
+                if stopped:
                     break
             found = None
             lefts.append(_next_block(images[-1], lefts, room_l))
@@ -349,7 +344,7 @@ def fused_operator_svd(
         U, S, V, errors = found
     bounds = estimates_are_bounds(True, opts.n_oversamples, passes - 1)
     U, V = fix_signs(U, V)
-    return OperatorSVD(U, S, V, np.asarray(errors), passes, passes, bounds)
+    return OperatorSVD(U, S, V, np.asarray(errors), passes, passes, bounds, stopped)
 
 
 def _next_block(image, blocks: list, room: int):

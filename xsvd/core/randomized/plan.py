@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from .. import backend
+from ..common import EXACT_K_SHARE
 from ..config import OPTIONS
 from ..missing import Locate, MissingRule
 from ..options import CompressedOptions
 from .executors import Eager, Executor, Lazy, Stepwise
 
-__all__ = ["Problem", "ReadSpec", "SAMPLES", "FEATURES", "plan"]
+__all__ = ["Problem", "ReadSpec", "SAMPLES", "FEATURES", "plan", "warn_if_exact_is_cheaper"]
 
 #: Stripes are blocks of samples (``C = B``); each holds every feature.
 SAMPLES = "samples"
@@ -258,3 +259,28 @@ def _check_chunk_sizes(a, axis: int) -> None:
             UserWarning,
             stacklevel=5,
         )
+
+
+#: Matrices smaller than this (values) take about a second with either solver: no advice.
+EXACT_ADVICE_VALUES = 2**20
+
+
+def warn_if_exact_is_cheaper(m: int, n: int, k: int, opts: CompressedOptions, a) -> None:
+    """Warn, before any read, when ``k`` asks for so much of the matrix that the exact SVD
+    is cheaper: ``k >= min(m, n) / EXACT_K_SHARE`` (the rule of ``method="auto"``)."""
+    short = min(m, n)
+    if EXACT_K_SHARE * k < short or m * n < EXACT_ADVICE_VALUES:
+        return
+    itemsize = 4 if backend.numpy_dtype(a.dtype) == np.float32 else 8
+    gib = m * n * itemsize / 2**30
+    passes = "until converged" if opts.converges else f"{opts.n_power_iter + 1} times"
+    warnings.warn(
+        f"k={k} asks for at least 1/{EXACT_K_SHARE} of the {short} components of this {m} x {n} "
+        f"matrix: the compressed SVD would read the data {passes} and factor matrices "
+        f"of about {min(k + opts.n_oversamples, short)} columns, which costs more than the "
+        f"exact SVD. If the data fit in memory ({gib:.2g} GiB as a float matrix), use the "
+        "exact SVD (method='exact', `.svd.exact()`, or method='auto', which picks it); "
+        "else ask for fewer components.",
+        UserWarning,
+        stacklevel=3,
+    )

@@ -85,7 +85,6 @@ import numpy as np
 
 from .. import backend
 from ..common import (
-    EXACT_K_SHARE,
     Decomposition,
     Locate,
     fix_signs,
@@ -111,7 +110,7 @@ from .magnitude import (
     scaled_back,
     within_range,
 )
-from .plan import SAMPLES, Problem, plan, watches_range
+from .plan import SAMPLES, Problem, plan, warn_if_exact_is_cheaper, watches_range
 from .sample_stripes import SampleStripes
 from .small import (
     BOUND_MIN_OVERSAMPLES,
@@ -166,9 +165,11 @@ def randomized_svd(
     n_power_iter : int, optional
         Iterations ``q``; the data are read ``q + 1`` times (fewer when the
         Krylov space fills the matrix; not with ``tol``). Default: stop when
-        converged, i.e. ``tol=DEFAULT_TOL`` (1e-6) capped at
-        ``DEFAULT_N_POWER_ITER + 1`` (8) passes without a warning; one lazy
-        graph (``compute=False``) reads 8 times.
+        converged, i.e. ``tol=DEFAULT_TOL`` (1e-6), or when every estimate is
+        at the precision of the products (float32: about 1e-5, see
+        :func:`._small.stop_reason`), capped at ``DEFAULT_N_POWER_ITER + 1``
+        (8) passes without a warning; one lazy graph (``compute=False``)
+        reads 8 times.
     n_oversamples : int
         Extra sketch columns ``p``; the sketch has ``l = k + p`` columns.
     tol : float, optional
@@ -224,7 +225,9 @@ def randomized_svd(
     Decomposition
         ``settings["stripes"]`` says which way the data were cut
         (``"samples"`` or ``"features"``), ``settings["passes"]`` how often
-        they were read. ``errors`` holds the error estimates of every
+        they were read, ``settings["stopped"]`` why no more (``"converged"``,
+        ``"precision of float32 products"``, ``"max_passes"``,
+        ``"n_power_iter"`` or ``"space full"``). ``errors`` holds the error estimates of every
         component (see :func:`._small.error_estimates`), computed from the
         passes made, without another read.
 
@@ -284,7 +287,7 @@ def randomized_svd(
     m, n = a.shape
     k = validate_shape(m, n, k, center=read.center, required=True)
     opts = given.resolved(lazy=backend.is_dask(a) and not compute)
-    _warn_if_exact_is_cheaper(m, n, k, opts, a)
+    warn_if_exact_is_cheaper(m, n, k, opts, a)
     bounds = _bounds_or_warning(opts)
     ctype = backend.compute_dtype(a.dtype, opts.dtype)
     rule = missing_rule(a.dtype, read.missing, read.negative_missing)
@@ -383,31 +386,6 @@ def _bounds_or_warning(opts: CompressedOptions) -> bool:
         stacklevel=3,
     )
     return False
-
-
-#: Matrices smaller than this (values) take about a second with either solver: no advice.
-EXACT_ADVICE_VALUES = 2**20
-
-
-def _warn_if_exact_is_cheaper(m: int, n: int, k: int, opts: CompressedOptions, a) -> None:
-    """Warn, before any read, when ``k`` asks for so much of the matrix that the exact SVD
-    is cheaper: ``k >= min(m, n) / EXACT_K_SHARE`` (the rule of ``method="auto"``)."""
-    short = min(m, n)
-    if EXACT_K_SHARE * k < short or m * n < EXACT_ADVICE_VALUES:
-        return
-    itemsize = 4 if backend.numpy_dtype(a.dtype) == np.float32 else 8
-    gib = m * n * itemsize / 2**30
-    passes = "until converged" if opts.converges else f"{opts.n_power_iter + 1} times"
-    warnings.warn(
-        f"k={k} asks for at least 1/{EXACT_K_SHARE} of the {short} components of this {m} x {n} "
-        f"matrix: the compressed SVD would read the data {passes} and factor matrices "
-        f"of about {min(k + opts.n_oversamples, short)} columns, which costs more than the "
-        f"exact SVD. If the data fit in memory ({gib:.2g} GiB as a float matrix), use the "
-        "exact SVD (method='exact', `.svd.exact()`, or method='auto', which picks it); "
-        "else ask for fewer components.",
-        UserWarning,
-        stacklevel=3,
-    )
 
 
 def solve(ex, problem: Problem, omega, progress: Progress | None = None, make_side=None):
