@@ -10,7 +10,7 @@ import xarray as xr
 
 from ..core import backend
 from ..core.missing import GENOTYPES
-from ..labeled.dims import SAMPLE_DIM_ATTR
+from ..labeled.dims import SAMPLE_DIM_ATTR, SAMPLE_NAMES, VARIANT_NAMES
 
 __all__ = ["patterson_scaling", "select_variants", "called_sums"]
 
@@ -135,11 +135,6 @@ def patterson_scaling(
     if idx.size == gt.sizes[vdim]:
         return gt, weights
     return select_variants(gt, vdim, idx), weights.isel({vdim: idx})
-
-
-#: Dimension names that hold variants, and names that hold samples (sgkit's, PLINK's, ours).
-VARIANT_NAMES = frozenset({"variants", "variant", "snps", "snp", "markers", "marker", "loci"})
-SAMPLE_NAMES = frozenset({"samples", "sample", "individuals", "individual"})
 
 
 def _check_sample_dim(gt: xr.DataArray, dim: Hashable, vdim: Hashable) -> None:

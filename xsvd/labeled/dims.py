@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SAMPLE_DIM_ATTR",
+    "SAMPLE_NAMES",
+    "VARIANT_NAMES",
     "default_sample_dim",
     "as_dims",
     "timelike",
@@ -36,6 +38,11 @@ __all__ = [
 #: :func:`default_sample_dim` takes it when ``dim`` is omitted.
 SAMPLE_DIM_ATTR = "xsvd_sample_dim"
 
+#: Dimension names that hold variants, and names that hold samples (sgkit's, PLINK's, ours):
+#: 2-D data with one of each are decomposed over the samples when ``dim`` is omitted.
+VARIANT_NAMES = frozenset({"variants", "variant", "snps", "snp", "markers", "marker", "loci"})
+SAMPLE_NAMES = frozenset({"samples", "sample", "individuals", "individual"})
+
 
 def default_sample_dim(obj: xr.DataArray) -> Hashable:
     """The sample dimension when ``dim`` is omitted, or a ``ValueError`` saying what to pass.
@@ -49,7 +56,12 @@ def default_sample_dim(obj: xr.DataArray) -> Hashable:
     data (whose first dimension earlier versions took without a word), is
     an error that lists the dims and names the ``dim=`` to pass.
 
-    Before that rule: data whose attribute ``SAMPLE_DIM_ATTR``
+    Genotype-shaped 2-D data, one dimension named like samples
+    (``SAMPLE_NAMES``) and the other like variants (``VARIANT_NAMES``), have
+    the samples dimension in either order: a ``(variants, samples)`` Zarr
+    store is a PCA of the samples, as the genomics guide lays it out.
+
+    Before these rules: data whose attribute ``SAMPLE_DIM_ATTR``
     (``"xsvd_sample_dim"``) names one of their dimensions have it as the
     sample dimension. Genotype readers set it (:func:`xsvd.open_plink`
     sets ``"samples"``, so PLINK data are decomposed over samples, with
@@ -62,6 +74,11 @@ def default_sample_dim(obj: xr.DataArray) -> Hashable:
     if isinstance(named, str) and named in obj.dims:
         return named
     dims = [d for d in obj.dims if obj.sizes[d] != 1] or list(obj.dims)
+    if len(obj.dims) == 2:
+        names = [str(d).lower() for d in obj.dims]
+        for d, name, other in zip(obj.dims, names, names[::-1], strict=True):
+            if name in SAMPLE_NAMES and other in VARIANT_NAMES:
+                return d
     times = [d for d in dims if timelike(d, index_variable(obj, d))]
     first = dims[0]
     if times == [first] or (not times and len(dims) <= 2):
