@@ -25,7 +25,6 @@ for stronger and faster approximate singular value decomposition", NeurIPS.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -47,11 +46,13 @@ from .small import (
     estimates_are_bounds,
     hstack,
     krylov_room,
+    noise_level,
     orth,
     orth_against,
     ritz_errors,
     stop_reason,
     unknown_errors,
+    warn_rank,
 )
 from .solver import solve
 from .state import FeatureStats, Sketch
@@ -189,7 +190,9 @@ def _run(matmat, rmatmat, shape, k: int, opts: CompressedOptions, dtype, transpo
         stripes=SAMPLES,
         sub_block=0,
     )
-    problem = replace(problem, reread=problem.rereads(OPTIONS["krylov_sketch_bytes"]))
+    kept = problem.most_iterations * m * problem.width * 8  # the sketches: float64
+    reread = problem.most_iterations > 1 and kept > OPTIONS["krylov_sketch_bytes"]
+    problem = replace(problem, reread=reread)
     omega = backend.standard_normal(np, opts.seed, (n, problem.width), np.float64)
 
     def side(ex, problem):
@@ -385,7 +388,7 @@ def _two_sided(lefts, rights, images, co_images, k: int, dtype):
     top = float(lam[0])
     shift = 0 if not np.isfinite(top) or top <= 0 else -int(np.frexp(top)[1])
     scaled = np.ldexp(lam, shift)  # eigenvalues near 1: exact powers of two
-    noise = max(float(np.finfo(dtype).eps), ROUNDING * _EPS64)
+    noise = noise_level(dtype)
     keep = scaled[:k] ** 2 > noise * scaled[0] ** 2 if top > 0 else np.zeros(k, bool)
     r = int(keep.sum())
     errors = np.zeros((k, 3))
@@ -413,7 +416,7 @@ def _two_sided(lefts, rights, images, co_images, k: int, dtype):
     S = np.zeros(k)
     S[:r] = lam[:r]
     if r < k:
-        _warn_rank(r, k)
+        warn_rank(r, k, stacklevel=4)
     return P, S, Q, errors
 
 
@@ -426,14 +429,3 @@ def _split(K, U):
     rest -= U @ again
     Q, R = np.linalg.qr(rest)
     return Q, np.concatenate([C + again, R], axis=0)
-
-
-def _warn_rank(r: int, k: int) -> None:
-    warnings.warn(
-        f"The operator has numerical rank {r} < k={k}: the last {k - r} components are zero.",
-        RuntimeWarning,
-        stacklevel=4,
-    )
-
-
-_EPS64 = float(np.finfo(np.float64).eps)

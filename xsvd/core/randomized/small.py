@@ -59,7 +59,7 @@ def finalize(cross, gram, k: int, dtype):
     thin = Vt[:kk, :].T
     sig = sig[:kk]
     if kk < k:
-        _warn_rank(kk, k)
+        warn_rank(kk, k)
         rotation, thin = _zero_columns(rotation, k - kk), _zero_columns(thin, k - kk)
         sig = _zero_columns(sig, k - kk)
     return rotation, thin, sig
@@ -73,12 +73,19 @@ def _zero_columns(x, count: int):
     return xp.concat([x, zeros], axis=x.ndim - 1)
 
 
-def _warn_rank(r: int, k: int) -> None:
+def warn_rank(r: int, k: int, stacklevel: int = 3) -> None:
+    """The warning that the last ``k - r`` components are zero."""
     warnings.warn(
         f"The data have numerical rank {r} < k={k}: the last {k - r} components are zero.",
         RuntimeWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
+
+
+def noise_level(dtype) -> float:
+    """Eigenvalues (squared singular values) below this times the largest are rounding
+    noise: of the products (``dtype``) or of the float64 small math."""
+    return max(float(np.finfo(dtype).eps), ROUNDING * _EPS64)
 
 
 def stripe_vectors(Y, mean_row, rotation):
@@ -384,7 +391,7 @@ def krylov_finish(gram, bases: list, crosses: list, k: int, dtype):
     lam, X = ritz(V, Z, gram)
     # Ritz values below the rounding of the products (or of the float64 small math) are noise
     lam_h = backend.to_numpy(lam)  # the Ritz values (small) decide how many are kept
-    noise = max(float(np.finfo(dtype).eps), ROUNDING * _EPS64) * lam_h[0]
+    noise = noise_level(dtype) * lam_h[0]
     keep = lam_h > noise if lam_h[0] > 0 else lam_h > 0
     r = min(k, int(keep.sum()))
     S = xp.sqrt(lam[:r])
@@ -392,7 +399,7 @@ def krylov_finish(gram, bases: list, crosses: list, k: int, dtype):
     thin = V @ X[:, :r]
     errors = ritz_errors(V, Z, lam, X, r, dtype, block=bases[0].shape[1])
     if r < k:
-        _warn_rank(r, k)
+        warn_rank(r, k)
         rotation, thin = _zero_columns(rotation, k - r), _zero_columns(thin, k - r)
         S = _zero_columns(S, k - r)
         errors = xp.concat(
@@ -447,7 +454,7 @@ def precision_floor(S, dtype, power: int = 2) -> np.ndarray:
     with np.errstate(divide="ignore", over="ignore"):
         ratio = (S / S[0]) ** 2
         floor = ROUNDING * eps / ratio ** (power / 2)
-    return np.where(ratio > max(eps, ROUNDING * _EPS64), floor, np.inf)
+    return np.where(ratio > noise_level(dtype), floor, np.inf)
 
 
 def stop_reason(errors, S, tol: float, at_precision: bool, dtype, power: int = 2) -> str | None:
