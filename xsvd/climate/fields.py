@@ -456,12 +456,14 @@ def _lazy_moments(a):
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         parts = backend.compute(
             da.isnan(x).sum(axis=0),
-            da.isinf(x).any(axis=0),
             da.nanmean(x, axis=0),
-            da.nanmax(da.fabs(x), axis=0),
+            da.nanmax(x, axis=0),
+            da.nanmin(x, axis=0),
             da.nanvar(x, axis=0),
         )
-        nans, infinite, mean, amax, var = (backend.to_numpy(p) for p in parts)
+        nans, mean, top, bottom, var = (backend.to_numpy(p) for p in parts)
+        amax = np.fmax(top, -bottom)
+        infinite = np.isinf(amax)
         safe = np.where(amax > 0, amax, 1.0)
         if ((amax > 2.0**400) | ((amax > 0) & (amax < 2.0**-400))).any():
             (var,) = backend.compute(da.nanvar(x / safe, axis=0))  # in units of max|x|
