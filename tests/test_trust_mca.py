@@ -9,8 +9,8 @@ lag-embedded matrix formed explicitly (extended EOF), on every backend:
   ``docs/input-rules.md`` (weight 0), and its correlation maps are NaN, as
   :func:`xsvd.correlation_maps` gives;
 - ``inf`` anywhere is an :class:`xsvd.InfiniteValueError` naming the feature;
-- data of extreme magnitude (float32 at 1e20 and 1e-25, float64 at 1e200,
-  1e-170 and 1e+-150 in both fields): ``S`` and the squared covariance
+- data of extreme magnitude (float32 at 1e20 and 1e-25, near its largest value
+  and subnormal, float64 at 1e200, 1e-170 and 1e+-150 in both fields): ``S`` and the squared covariance
   fractions / variance ratios right;
 - the advice for misaligned fields, followed as written, gives the MCA of the
   common samples on each field's full grid.
@@ -145,6 +145,8 @@ def test_inf_is_refused_naming_the_feature(backend, shape, sign):
         ("float32", 1e-25, 1e-25),  # once off by 1e9x
         ("float64", 1e200, 1.0),
         ("float64", 1e-170, 1.0),
+        ("float32", 1e37, 1.0),  # near float32's largest: the products of the data overflow
+        ("float32", 1e-40, 1.0),  # subnormal float32
         ("float64", 1e150, 1e150),  # ||C||_F**2 beyond float64: the fractions were 0
         ("float64", 1e-150, 1e-150),  # ... or inf
     ],
@@ -173,7 +175,14 @@ def _embedded(x, L, tau):
 
 @pytest.mark.parametrize(
     "dtype, scale",
-    [("float64", 1e170), ("float64", 1e-170), ("float32", 1e20), ("float32", 1e-25)],
+    [
+        ("float64", 1e170),
+        ("float64", 1e-170),
+        ("float32", 1e20),
+        ("float32", 1e-25),
+        ("float32", 1e37),
+        ("float32", 1e-40),
+    ],
 )
 @pytest.mark.parametrize("method", ["compressed", "exact"])
 def test_extended_eof_at_extreme_magnitudes(backend, dtype, scale, method):

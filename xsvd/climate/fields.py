@@ -46,7 +46,7 @@ from ..core.missing import (
     check_nan_counts,
 )
 from ..core.options import CompressedOptions, split_options
-from ..core.randomized.magnitude import times_power_of_two
+from ..core.randomized.magnitude import power_of_two_exponent, times_power_of_two
 from ..labeled import units as _units
 from ..labeled.layout import Layout
 from ..labeled.preprocess import constant_tolerance, weights_vector
@@ -65,6 +65,9 @@ BLOCK_VALUES = 1 << 22
 #: Values per block of features of a Dask field read into memory whole (~64 MiB of float64):
 #: the sums over blocks of features (the Gram matrix over the samples) hold one such block.
 LAZY_BLOCK_VALUES = 1 << 23
+#: Largest magnitudes of the data (exponents of 2) multiplied as they are; beyond, a copy
+#: times a power of two is (float32: about 1e-30 to 1e30).
+DATA_RANGE = {np.dtype(np.float32): (-100, 100), np.dtype(np.float64): (-1000, 1000)}
 #: Values of each field per block of samples in :func:`cross_products` (~32 MiB of float64;
 #: measured on 2 cores, 2 x 3,000 x 16,200: 4 MiB blocks took 1.3x as long, 0.5 MiB 2.4x).
 ROW_BLOCK_VALUES = 1 << 22
@@ -390,10 +393,6 @@ def prepare_field(
         with np.errstate(divide="ignore", over="ignore"):
             scale = np.where(std > 0, scale / np.where(std > 0, std, 1), 0.0)
     dtype = np.float32 if kind == np.float32 else np.float64
-    with np.errstate(over="ignore"):  # the largest weighted column, brought to [0.5, 1)
-        top = float(np.max(amax * np.abs(scale)))
-    exponent = -int(np.frexp(top)[1]) if 0 < top < np.inf else 0  # exact: a power of two
-    scale = times_power_of_two(scale, exponent)
     idx = np.flatnonzero(kept)
     if kept.all():
         data = a
@@ -402,8 +401,19 @@ def prepare_field(
     else:
         data = backend.api(a).take(a, backend.transfer(idx, a), axis=1)
     mean = mean[kept] if center else np.zeros(int(kept.sum()))
+    # data at the ends of their dtype's range (float32 beyond about 1e+-30): one copy times
+    # a power of two (exact), so that no product of the data overflows or underflows
+    shift = rest = power_of_two_exponent(amax.max(), *DATA_RANGE[np.dtype(dtype)])
+    while rest:  # in steps that a float32 holds exactly
+        step = max(-100, min(100, rest))
+        data, rest = data * 2.0**step, rest - step
+    mean, amax, std = (np.ldexp(v, shift) for v in (mean, amax, std))
+    with np.errstate(over="ignore"):  # the largest weighted column, brought to [0.5, 1)
+        top = float(np.max(amax * np.abs(scale)))
+    exponent = -int(np.frexp(top)[1]) if 0 < top < np.inf else 0  # exact: a power of two
+    scale = times_power_of_two(scale, exponent)
     on_data = OnData(*(backend.transfer(v, a) for v in (mean, scale, std, kept)))
-    return Field(layout, data, kept, dtype, on_data, units, exponent)
+    return Field(layout, data, kept, dtype, on_data, units, exponent + shift)
 
 
 def covariance_units(fl: Field, fr: Field) -> dict | None:
