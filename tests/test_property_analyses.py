@@ -8,7 +8,7 @@ Hypothesis draws, for each analysis registered in :data:`ANALYSES`:
   array-api-strict's second device, a GPU's stand-in);
 - the dtype (float32, float64), the shape (333 samples often: a mean of a
   constant -1.8 then rounds) and a magnitude per field, near one drawn per
-  case (float32 1e-30 to 1e30, float64 1e-250 to 1e250, 1e+-125 for MCA,
+  case (float32 1e-37 to 1e37, float64 1e-250 to 1e250, 1e+-125 for MCA,
   whose ``S`` is a product of two fields), an offset of the values from 0 (up
   to 1e4 times their spread for float64, 10 for float32);
 - constant features whose value is not exact in binary (0.1, -1.8 times the
@@ -53,7 +53,7 @@ st = hypothesis.strategies
 EPS64 = float(np.finfo(np.float64).eps)
 #: log10 of the largest magnitudes drawn for each dtype (float64: over the number of fields
 #: whose product ``S`` is, so that ``S`` itself is in float64's range)
-MAGNITUDES = {"float32": 30, "float64": 250}
+MAGNITUDES = {"float32": 37, "float64": 250}
 #: offsets from 0, in units of the values' spread
 OFFSETS = {"float32": (0.0, 1.0, 10.0), "float64": (0.0, 1.0, 1e2, 1e4)}
 #: constant features: values not exact in binary, times the field's magnitude
