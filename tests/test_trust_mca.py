@@ -10,8 +10,8 @@ lag-embedded matrix formed explicitly (extended EOF), on every backend:
   :func:`xsvd.correlation_maps` gives;
 - ``inf`` anywhere is an :class:`xsvd.InfiniteValueError` naming the feature;
 - data of extreme magnitude (float32 at 1e20 and 1e-25, near its largest value
-  and subnormal, float64 at 1e200, 1e-170 and 1e+-150 in both fields): ``S`` and the squared covariance
-  fractions / variance ratios right;
+  and subnormal, float64 at 1e200, 1e-170 and 1e+-150 in both fields): ``S``
+  and the squared covariance fractions / variance ratios right;
 - the advice for misaligned fields, followed as written, gives the MCA of the
   common samples on each field's full grid.
 """
