@@ -233,3 +233,17 @@ def test_misaligned_fields_advice_aligns_the_samples_only():
             times = np.arange(10, 30)
             ref = xsvd.mca(fine.sel(time=times), shifted.sel(time=times), 2, method="exact")
             np.testing.assert_allclose(got.S.values, ref.S.values, rtol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [True, 2.0, "3"])
+def test_k_and_embedding_refuse_booleans_and_non_integers(bad):
+    """Issue 31, item 7: ``k=True`` (or ``embedding=True``) ran with k = 1; now a TypeError."""
+    rng = np.random.default_rng(0)
+    a = xr.DataArray(rng.standard_normal((40, 6)), dims=("time", "x"))
+    b = xr.DataArray(rng.standard_normal((40, 5)), dims=("time", "y"))
+    with pytest.raises(TypeError, match="positive integer"):
+        xsvd.mca(a, b, bad, dim="time")
+    with pytest.raises(TypeError, match="k must be a positive integer"):
+        xsvd.extended_eof(a, bad, embedding=3, dim="time")
+    with pytest.raises(TypeError, match="embedding must be a positive integer"):
+        xsvd.extended_eof(a, 2, embedding=bad, dim="time")

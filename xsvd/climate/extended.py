@@ -122,8 +122,10 @@ def extended_eof(
     if method not in ("compressed", "exact"):
         raise ValueError(f"method must be 'compressed' or 'exact', got {method!r}.")
     given = operator_options(options, "extended_eof", method)
-    for name, value in (("embedding", embedding), ("tau", tau)):
-        if not isinstance(value, int | np.integer) or value < 1:
+    for name, value in (("k", k), ("embedding", embedding), ("tau", tau)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise TypeError(f"{name} must be a positive integer, got {value!r}.")
+        if value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
     f = prepare_field(da, dim, weights, center=center)
     T, n = f.shape
@@ -135,7 +137,7 @@ def extended_eof(
             f"leaves {max(N, 0)} embedded rows of the {T} samples; at least 2 are needed. "
             "Use fewer lags or a smaller tau."
         )
-    if not isinstance(k, int | np.integer) or not 1 <= k <= min(N, L * n):
+    if not k <= min(N, L * n):
         raise ValueError(f"k={k!r}: it must be an integer between 1 and {min(N, L * n)}.")
     emb = Embedding(f, L, tau, center)
     settings: dict[str, Any] = {"method": method, "embedding": L, "tau": tau, "center": center}

@@ -176,7 +176,9 @@ def mca(
     if n < 2:
         raise ValueError("MCA needs at least 2 samples (the covariance divides by n - 1).")
     limit = min(fl.shape[1], fr.shape[1])
-    if not isinstance(k, int | np.integer) or not 1 <= k <= limit:
+    if isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise TypeError(f"k must be a positive integer, got {k!r}.")
+    if not 1 <= k <= limit:
         raise ValueError(
             f"k={k!r}: it must be an integer between 1 and {limit} (the smaller field's "
             "number of features without NaN)."
