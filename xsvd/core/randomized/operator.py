@@ -12,9 +12,10 @@ transposed when ``m < n``). Used by the extended and Hilbert EOF.
 cost one read of the data together (:func:`xsvd.mca`: ``A`` the cross-covariance
 of two fields): one pass is one call ``both(W, T)``, block Lanczos on ``[[0, A],
 [A^T, 0]]`` with a left and a right basis, no product after the last pass. On
-the one loop a pass would read each field twice; per read it is far less
-accurate (``benchmarks/solver_fused.py``), so it keeps its own loop and shares
-the options, room, stopping rule, estimates and signs.
+the one loop a pass reads each field twice, and per read the fused pass adds
+twice the Krylov columns (far more accurate on slowly decaying spectra), so it
+keeps its own loop and shares the options, room, stopping rule, estimates and
+signs (``benchmarks/solver_fused.py`` compares the two).
 
 References
 ----------
