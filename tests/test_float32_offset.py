@@ -39,18 +39,6 @@ def _truth(a, k: int = 3):
     return np.linalg.svd(B, compute_uv=False)[:k], (B**2).sum()
 
 
-#: Dask data cut into stripes of samples are read uncentered on the first pass: the
-#: reference would be taken from their first rows, which a step of its own would read
-#: once more (dask puts a read into each step that takes chunks). Needs the pass loop to
-#: read the first pass again less the mean it found, as it does to rescale.
-DASK_SAMPLES = "the first pass over Dask stripes of samples reads them uncentered"
-
-
-def _xfail_dask_samples(backend):
-    if backend.name == "dask-samples":
-        pytest.xfail(DASK_SAMPLES)
-
-
 def _run(backend, a):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -63,7 +51,6 @@ def _run(backend, a):
 @pytest.mark.parametrize("wide", [False, True], ids=["tall", "wide"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_float32_offset_centered(backend, seed, wide, ratio):
-    _xfail_dask_samples(backend)
     a = _field(seed, ratio, wide)
     S0, total0 = _truth(a)
     d, S, est, total = _run(backend, a)
@@ -79,7 +66,6 @@ def test_float32_offset_centered(backend, seed, wide, ratio):
 @pytest.mark.parametrize("wide", [False, True], ids=["tall", "wide"])
 def test_float32_offset_with_land(backend, wide):
     """Features missing at every sample (land) keep their NaN; the others are right."""
-    _xfail_dask_samples(backend)
     a = _field(0, 1e5, wide, land=True)
     S0, total0 = _truth(a)
     d, S, est, total = _run(backend, a)

@@ -125,6 +125,11 @@ class Executor(ABC):
             return None
         return self.data[: min(rows, self.data.shape[0]), :]
 
+    def split_first(self, stripes):
+        """Stripes of rows (from :meth:`stripes`) as two: the first stripe, and the others;
+        None where there is one stripe, or in memory."""
+        return None
+
     def _meta(self, ndim: int, dtype):
         return self.xp.empty((0,) * ndim, dtype=dtype)
 
@@ -204,6 +209,9 @@ class Lazy(Executor):
     def stripes(self, after=None):
         return self.graph.stripes(after)
 
+    def split_first(self, stripes):
+        return self.graph.split_first(stripes)
+
     def map(self, fn, items, *args, nout: int = 1, per_stripe=()):
         return self.graph.map(fn, items, args, per_stripe, nout)
 
@@ -247,6 +255,9 @@ class Stepwise(Executor):
 
     def stripes(self, after=None):
         return self.graph.stripes(None)  # computed pass by pass: a fresh read each time
+
+    def split_first(self, stripes):
+        return self.graph.split_first(stripes)
 
     def map(self, fn, items, *args, nout: int = 1, per_stripe=()):
         if isinstance(items, _Stripes) or backend.holds_lazy((items, args, per_stripe)):
@@ -337,6 +348,17 @@ class _DaskSteps:
 
     def stripes(self, after=None) -> _Stripes:
         return _Stripes(self.a, "st" if self.axis == 0 else "ts", after)
+
+    def split_first(self, stripes: _Stripes):
+        """The first stripe of rows and the others, each read by the steps that take it
+        alone (slices at chunk boundaries: no read of their own)."""
+        if self.axis != 0 or len(self.sizes) < 2:
+            return None
+        x, first = stripes.x, self.sizes[0]
+        return (
+            _Stripes(x[:first], stripes.index, stripes.after),
+            _Stripes(x[first:], stripes.index, stripes.after),
+        )
 
     def map(self, fn, items, args, per_stripe, nout: int):
         """``fn`` on every stripe (its blocks, as a list) or per-stripe result: one layer."""

@@ -112,13 +112,23 @@ class SampleStripes:
 
     def reference(self):
         """``center=True`` on floating-point data in memory: the reference of the features
-        far from zero (or None), from the data's first rows. Not for Dask data (see
-        :meth:`.executors.Executor.head`): their first pass reads them uncentered."""
+        far from zero (or None), from the data's first rows. Dask data (see
+        :meth:`.executors.Executor.head`): None, their first stripe gives it (``leads``)."""
         ex, pb = self.ex, self.problem
-        head = ex.head(HEAD_ROWS)
-        if not pb.center or head is None or backend.is_packed(head) or not is_floating(head.dtype):
+        if not pb.center or backend.is_packed(ex.data) or not is_floating(ex.data.dtype):
             return None
-        return ex.call(offset_reference, head, pb.dtype)
+        head = ex.head(HEAD_ROWS)
+        return None if head is None else ex.call(offset_reference, head, pb.dtype)
+
+    def leads(self, stripes):
+        """Dask data that :meth:`reference` would take one from: the first stripe and the
+        others (:meth:`.executors.Executor.split_first`), or None. The first is read first
+        and its first rows give the reference that all are read less (no read of their
+        own: a step taking rows would read those chunks once more)."""
+        ex, pb = self.ex, self.problem
+        if not pb.center or backend.is_packed(ex.data) or not is_floating(ex.data.dtype):
+            return None
+        return ex.split_first(stripes) if ex.head(HEAD_ROWS) is None else None
 
     def read(self, basis, stats: SampleStats | None, fill, first: bool):
         """One pass: the sketch of ``C W`` and, on the first pass, the feature statistics."""
@@ -140,18 +150,15 @@ class SampleStripes:
         elif fill is not None and pb.narrowing:
             fill = ex.call(_as_dtype, fill, pb.dtype)
         nan_columns = DETECT if first else self.nan_columns(stats)
-        Y, sums = ex.map(
-            _read_stripe,
-            stripes,
-            basis_w,
-            shift,
-            first,
-            self.spec,
-            fill,
-            self.column_scale,
-            nan_columns,
-            nout=2,
-        )
+        args = (first, self.spec, fill, self.column_scale, nan_columns)
+        split = self.leads(stripes) if first and reference is None else None
+        if split is not None:  # the first stripe first: its rows give the reference
+            Y, sums, refs = ex.map(_read_leading, split[0], basis_w, *args, pb.dtype, nout=3)
+            reference = refs[0]
+            shift, exact = ex.call(_shift, reference, self.column_scale, pb.dtype, nout=2)
+            stripes = split[1]
+        Y_rest, sums_rest = ex.map(_read_stripe, stripes, basis_w, shift, *args, nout=2)
+        Y, sums = (Y_rest, sums_rest) if split is None else (Y + Y_rest, sums + sums_rest)
         total = ex.sum(sums)
         if first:
             stats = ex.call(
@@ -299,6 +306,17 @@ def _read_stripe(
         if sums.sumsq is not None:
             sums.sumsq += sq
     return Y, sums
+
+
+def _read_leading(blocks, basis_w, first, spec, fill, column_scale, nan_columns, dtype):
+    """:func:`_read_stripe` of the first stripe of Dask data, less the reference its first
+    rows give (returned third: the other stripes are read less it)."""
+    rows = min(HEAD_ROWS, blocks[0].shape[0])
+    head = backend.api(blocks[0]).concat([b[:rows, :] for b in blocks], axis=1)
+    reference = offset_reference(head, dtype)
+    shift, _ = _shift(reference, column_scale, dtype)
+    Y, sums = _read_stripe(blocks, basis_w, shift, first, spec, fill, column_scale, nan_columns)
+    return Y, sums, reference
 
 
 def _multiplied(sub, basis_w, Y, r0: int, r1: int, ext, cross, sums):
