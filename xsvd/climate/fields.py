@@ -44,12 +44,13 @@ from ..core.missing import (
     MissingValueError,
     check_infinite,
     check_nan_counts,
+    missing_rule,
 )
 from ..core.options import CompressedOptions, split_options
 from ..core.randomized.magnitude import power_of_two_exponent, times_power_of_two
 from ..labeled import units as _units
 from ..labeled.layout import Layout
-from ..labeled.preprocess import constant_tolerance, weights_vector
+from ..labeled.preprocess import constant_tolerance, feature_moments, weights_vector
 
 __all__ = [
     "covariance_units",
@@ -430,57 +431,15 @@ def covariance_units(fl: Field, fr: Field) -> dict | None:
 def _moments(a):
     """Per feature, on the host: NaN count, whether any value is infinite, the mean, the
     largest magnitude ``max|x|`` and the standard deviation (``ddof=0``) over it, of the
-    present values (one read; the deviations are taken in units of ``max|x|``, so that
-    data of any magnitude neither overflow nor underflow)."""
-    if backend.is_dask(a):
-        return _lazy_moments(a)
-    xp = backend.api(a)
-    m, n = a.shape
-    step = max(1, BLOCK_VALUES // max(m, 1))
-    rows = []
-    for j in range(0, n, step):
-        x = backend.astype(a[:, j : min(n, j + step)], np.float64)
-        missing = xp.isnan(x)
-        nans = _float64(xp.count_nonzero(missing, axis=0))
-        count = m - nans
-        present = count > 0
-        divisor = xp.where(present, count, 1.0)
-        x = xp.where(missing, 0.0, x)
-        amax = xp.max(xp.abs(x), axis=0)
-        mu = xp.sum(x, axis=0) / divisor  # as np.nanmean
-        with np.errstate(invalid="ignore", over="ignore"):  # inf: refused after the read
-            x = xp.where(missing, 0.0, (x - mu) / xp.where(amax > 0, amax, 1.0))
-            spread = xp.sqrt(xp.sum(x * x, axis=0) / divisor)
-        infinite = _float64(xp.isinf(amax))
-        rows.append(xp.stack([nans, infinite, xp.where(present, mu, np.nan), amax, spread]))
-    nans, infinite, mean, amax, spread = backend.to_numpy(xp.concat(rows, axis=1))  # one move
-    return nans, infinite > 0, mean, amax, spread
-
-
-def _lazy_moments(a):
-    """:func:`_moments` of a Dask array: one read, and one more for the spreads only where a
-    feature's squares leave float64's range (magnitudes beyond about 1e+-120)."""
-    import dask.array as da
-
-    x = a.astype(np.float64)
+    present values: :func:`~xsvd.labeled.preprocess.feature_moments`, the one read of
+    moments that ``standardize`` takes for a single field."""
+    stats = feature_moments(a, missing_rule(a.dtype, "mean", negative_missing=False))
+    n, amax = stats["n"], stats["amax"]
+    e = np.frexp(amax)[1]  # the moments are in units of 2**e
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        parts = backend.compute(
-            da.isnan(x).sum(axis=0),
-            da.nanmean(x, axis=0),
-            da.nanmax(x, axis=0),
-            da.nanmin(x, axis=0),
-            da.nanvar(x, axis=0),
-        )
-        nans, mean, top, bottom, var = (backend.to_numpy(p) for p in parts)
-        amax = np.fmax(top, -bottom)
-        infinite = np.isinf(amax)
-        safe = np.where(amax > 0, amax, 1.0)
-        if ((amax > 2.0**400) | ((amax > 0) & (amax < 2.0**-400))).any():
-            (var,) = backend.compute(da.nanvar(x / safe, axis=0))  # in units of max|x|
-            spread = np.sqrt(backend.to_numpy(var))
-        else:
-            spread = np.sqrt(var) / safe
-    return nans, infinite, mean, amax, spread
+        spread = np.sqrt(stats["m2"] / np.maximum(n, 1)) / np.ldexp(amax, -e)
+        mean = np.where(n > 0, np.ldexp(stats["mean"], e), np.nan)
+    return a.shape[0] - n, np.isinf(amax), mean, amax, np.where(amax > 0, spread, 0.0)
 
 
 def operator_options(options: dict, where: str, method: str) -> CompressedOptions:

@@ -27,7 +27,13 @@ from .layout import FeatureLocator, label_gap
 if TYPE_CHECKING:
     from .layout import Layout
 
-__all__ = ["weights_vector", "standardized_weights", "standardized_units", "move_dataarray"]
+__all__ = [
+    "weights_vector",
+    "standardized_weights",
+    "standardized_units",
+    "move_dataarray",
+    "feature_moments",
+]
 
 
 def weights_vector(layout: Layout, weights) -> np.ndarray | None:
@@ -207,7 +213,7 @@ def standardized_weights(a, weights, *, missing: str = "error", negative_missing
             "standardization) instead."
         )
     rule = missing_rule(a.dtype, missing, negative_missing)
-    stats = _column_stats(a, rule)
+    stats = feature_moments(a, rule)
     n, amax = stats["n"], stats["amax"]
     e = np.frexp(amax)[1]  # amax = f * 2**e with 0.5 <= f < 1; the stats are in units of 2**e
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -243,8 +249,12 @@ def constant_tolerance(dtype, n) -> np.ndarray:
 _STATS = np.dtype([("n", "f8"), ("amax", "f8"), ("mean", "f8"), ("m2", "f8")])
 
 
-def _column_stats(a, rule) -> np.ndarray:
-    """The moments of every column over its present values (a NumPy ``_STATS`` vector)."""
+def feature_moments(a, rule) -> np.ndarray:
+    """The moments of every column of ``a`` over its present values (by ``rule``), in one
+    read: a NumPy structured vector with fields ``n`` (count), ``amax`` (largest ``|x|``),
+    ``mean`` and ``m2`` (sum of squared deviations), those two in units of ``2**e``, ``e``
+    the exponent of ``amax`` (``np.frexp``), so data of any magnitude neither overflow nor
+    underflow. NumPy, CuPy, Dask and other array-API arrays."""
     if backend.is_dask(a):
         import dask.array as da
 
@@ -332,9 +342,10 @@ def _array_moments(x, rule):
     y = xp.where(absent, 0.0, y - dm)
     m2 = xp.sum(y * y, axis=0)
     shift = xp.where(n > 0, shift, 0.0)
+    moved = backend.to_numpy(xp.stack([n, amax, shift + dm, m2]))  # one move
     out = np.empty((1, x.shape[1]), _STATS)
-    for field, value in (("n", n), ("amax", amax), ("mean", shift + dm), ("m2", m2)):
-        out[field][0] = backend.to_numpy(value)
+    for field, value in zip(("n", "amax", "mean", "m2"), moved, strict=True):
+        out[field][0] = value
     return out
 
 
