@@ -89,8 +89,8 @@ def test_two_dims_without_time_take_the_first_as_samples():
     assert res.U.dims == ("obs", "component")
     np.testing.assert_allclose(res.S.values, reference_s(data, ["obs"], 3), rtol=1e-10)
     gt = datasets.genotypes(n_variants=300, n_samples=40)
-    del gt.attrs["xsvd_sample_dim"]  # without it: rows are samples, as in NumPy
-    assert gt.svd(k=2).U.dims == ("variants", "component")
+    del gt.attrs["xsvd_sample_dim"]  # without it the names decide (issue 31, 9): samples
+    assert gt.svd(k=2).U.dims == ("samples", "component")
     # the synthetic genotypes name their sample dimension, as open_plink's do
     assert datasets.genotypes(n_variants=300, n_samples=40).svd(k=2).U.dims == (
         "samples",
