@@ -125,6 +125,7 @@ from .small import (
     krylov_vectors,
     orth,
     orth_against,
+    precision_floor,
     relative_errors,
     reread_basis,
     reread_vectors,
@@ -348,11 +349,15 @@ def randomized_svd(
         reached = float(backend.to_numpy(relative_errors(errors, S)).max())
         settings = ordered_settings(**settings, estimated_error=reached)
         if reached > opts.tol and not opts.default_stop:
+            floor = precision_floor(S, ctype)
+            floor = float(floor[np.isfinite(floor)].max(initial=0.0))
+            fix = f" {ctype} products cannot estimate below about {floor:.0e} here: for a "
+            fix = "" if floor <= opts.tol else fix + "smaller tol pass dtype='float64'."
             warnings.warn(
                 f"tol={opts.tol:g} was not reached in max_passes={opts.max_passes} passes over "
                 f"the data: the largest estimated relative error is {reached:.3g}. Pass a "
                 "larger max_passes, a larger n_oversamples (wider sketches converge faster), "
-                "or accept the estimates (res.errors).",
+                f"or accept the estimates (res.errors).{fix}",
                 RuntimeWarning,
                 stacklevel=2,
             )
