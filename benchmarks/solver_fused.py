@@ -40,13 +40,23 @@ def eofs_example():
     return "eofs example (SST x Z500, 50 winters)", sst, z
 
 
-def lazy_pair(shape):
+def lazy_pair(shape, store=None):
+    """Two fields chunked along time; with ``store`` (a folder) written to Zarr there and
+    opened lazily, so that every read is a read of the disk."""
     n, ny, nx = shape
     left = xsvd.datasets.climate_field(n, ny, nx, n_modes=12, seed=0)
     right = xsvd.datasets.climate_field(n, ny, nx, n_modes=12, seed=0, noise=0.0)
     right = right + 0.2 * np.random.default_rng(1).standard_normal(right.shape)
     chunks = {"time": max(1, n // 8)}
-    return f"lazy Dask pair {n} x {ny} x {nx}", left.chunk(chunks), right.chunk(chunks)
+    left, right = left.rename("left").chunk(chunks), right.rename("right").chunk(chunks)
+    if store is None:
+        return f"lazy Dask pair {n} x {ny} x {nx}", left, right
+    opened = []
+    for da in (left, right):
+        path = f"{store}/{da.name}.zarr"
+        da.to_dataset().to_zarr(path, mode="w")
+        opened.append(xr.open_zarr(path)[da.name])
+    return f"Zarr pair {n} x {ny} x {nx} (read from disk)", *opened
 
 
 def compare(label, left, right, k, repeat):
@@ -93,9 +103,10 @@ def main(argv=None):
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--only", choices=["eofs", "lazy"], help="one of the two cases")
+    p.add_argument("--zarr", help="a folder: the lazy pair is written there as Zarr and read")
     args = p.parse_args(argv)
     shape = tuple(int(v) for v in args.shape.lower().split("x"))
-    cases = {"eofs": eofs_example, "lazy": lambda: lazy_pair(shape)}
+    cases = {"eofs": eofs_example, "lazy": lambda: lazy_pair(shape, args.zarr)}
     for name, case in cases.items():
         if args.only in (None, name):
             compare(*case(), args.k, args.repeat)
