@@ -1,30 +1,19 @@
 """The analytic signal of a field as a linear operator, read as the data are stored.
 
 :func:`prepare` reads a (samples x features) matrix once for its feature
-statistics (NaN and infinite counts, magnitudes, means, standard
-deviations, and ``||Z||_F^2``), refuses infinite values and features that
-are NaN at some samples only (naming them), leaves out those NaN at every
-sample, and returns an :class:`AnalyticField`: ``Z = P + iQ`` with ``P = (X -
-1 mu^T) diag(d)`` the centered, weighted data and ``Q = H P`` its Hilbert
-transform along the samples. Its products are those of the real form ``R =
-[[P, -Q], [Q, P]]`` (``2m x 2n``), for :func:`xsvd.core.randomized.operator.
-operator_svd`, and need only products of the data with blocks whose
-sample side is transformed on the host (:mod:`.analytic`): neither ``R``,
-``Q``, nor a complex or centered copy of the data is formed, and the data
-are read as they are (in memory: blocks of features; Dask: its own chunks,
-of samples, of features or both; a read of the statistics gathers whole
-series, one stripe of features at a time, where the samples are in several
-chunks).
-
-When the samples are fewer than the features and each block holds every
-sample, the solver's basis is on the sample side and a pass is ``R (R^T T)``:
-:meth:`AnalyticField.rmatmat` gives both products from one read of each
-block, and the following :meth:`AnalyticField.matmat` of that result costs
-nothing.
-
-Magnitudes: the products are those of ``2**exponent R``, the power of two
-that brings the largest weighted feature near 1, so data of any magnitude
-(1e-300 to 1e300) are multiplied without overflow or underflow.
+statistics (with ``||Z||_F^2``), refuses infinite values and features NaN at
+some samples only (naming them), leaves out those NaN at every sample, and
+returns an :class:`AnalyticField`: ``Z = P + iQ``, ``Q = H P``, as the real
+form ``R = [[P, -Q], [Q, P]]`` for :func:`xsvd.core.randomized.operator.
+operator_svd`. Its products are the data's with blocks transformed on the
+sample side (:mod:`.analytic`): no ``R``, ``Q``, complex or centered copy;
+in memory blocks of features, on Dask its own chunks (the statistics gather
+stripes of features where the samples are in several chunks). Where each
+block holds every sample and the samples are the fewer, a pass ``R (R^T T)``
+is one read (:meth:`AnalyticField.rmatmat` keeps ``R R^T T`` for
+:meth:`AnalyticField.matmat`). The products are those of ``2**exponent R``,
+one power of two that brings the largest weighted feature near 1: data of
+any magnitude are multiplied without overflow or underflow.
 """
 
 from __future__ import annotations

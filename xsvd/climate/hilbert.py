@@ -20,21 +20,17 @@ Dask and devices alike:
 - ``method="compressed"``: xsvd's matrix-free block Krylov solver
   (:func:`xsvd.core.randomized.operator.operator_svd`, with its error
   estimates and stopping) on the real form ``R = [[P, -Q], [Q, P]]``
-  (``2m x 2n``), which is never formed: ``Q = H P`` with ``H`` the
-  transform along the samples (a linear map), so ``R^T [T1; T2] = P^T [T1 +
-  H^T T2, T2 - H^T T1]`` and ``R [W1; W2] = [C1 - H C2; H C1 + C2]`` with
-  ``[C1, C2] = P [W1, W2]``: the transform acts on the solver's small blocks
-  on the sample side, the data are multiplied as they are (one product
-  each way, any chunks), and neither ``Q`` nor a copy of the data is kept.
-  ``R`` is ``Z``
-  acting on ``C^n`` seen as ``R^{2n}``: every singular value of ``Z``
-  appears twice, with vectors ``[Re u; Im u]`` and ``[-Im u; Re u]``. The
-  complex-linear part of the rank-``2k`` result, ``(1/2) U_c diag(S) V_c^H``
-  with ``U_c = U_top + i U_bottom`` (the same for ``V``), is ``Z``'s
-  rank-``k`` SVD; a small complex SVD (:func:`pairs_to_complex`) extracts
-  it, so near equal singular values need no pairing of columns. The error
-  estimates of each complex triplet are those of its pair of real ones
-  (:func:`complex_errors`).
+  (``2m x 2n``), never formed: with ``Q = H P`` (``H`` the transform along
+  the samples, a linear map), ``R^T [T1; T2] = P^T [T1 + H^T T2, T2 - H^T
+  T1]`` and ``R [W1; W2] = [C1 - H C2; H C1 + C2]``, ``[C1, C2] = P [W1,
+  W2]``: the transform acts on the solver's small blocks, the data are
+  multiplied as they are, nothing of their size is kept. Every singular
+  value of ``Z`` appears twice in ``R``, with vectors ``[Re u; Im u]`` and
+  ``[-Im u; Re u]``; the complex-linear part of the rank-``2k`` result,
+  ``(1/2) U_c diag(S) V_c^H`` with ``U_c = U_top + i U_bottom`` (the same
+  for ``V``), is ``Z``'s rank-``k`` SVD, which a small complex SVD
+  (:func:`pairs_to_complex`) extracts (no pairing of columns). The error
+  estimates of each complex triplet are its pair's (:func:`complex_errors`).
 
 The phase convention
 --------------------
@@ -370,16 +366,12 @@ def hilbert_eof(
     :file:`benchmarks/results/hilbert.md`). ``method="exact"`` forms the
     complex ``Z`` (16 bytes a value) for LAPACK.
 
-    Dask: one read for the feature statistics (and ``||Z||^2``), which needs
-    each series whole: chunks that hold every sample are read as they are;
-    with the samples in several chunks, stripes of features (about 64 MiB)
-    are gathered one at a time (each chunk is read once per stripe it
-    meets). Then one read per pass of the solver, the chunks as they are
-    (both products of a pass from one read where every chunk holds every
-    sample and the samples are fewer than the features, else one read per
-    product): 0.37 GB in chunks of 250 samples, 0.41 GB in chunks of 10
-    latitudes, for a 0.39 GB field whose chunks are made as they are read.
-    The results are computed (NumPy).
+    Dask: one read for the statistics, which need whole series (stripes of
+    features, about 64 MiB, gathered one at a time where the samples are in
+    several chunks), then one read per pass, the chunks as they are (one
+    per product where the samples are in several chunks or outnumber the
+    features): 0.37 GB in chunks of 250 samples, 0.41 GB in chunks of 10
+    latitudes, for a 0.39 GB field. The results are computed (NumPy).
 
     References
     ----------
