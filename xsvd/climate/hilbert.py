@@ -206,8 +206,12 @@ class HilbertResult(Result):
 
     @property
     def explained_variance_ratio(self) -> xr.DataArray:
-        out = self._parts["explained_variance_ratio"]  # computed where S**2 is in range
-        return out.assign_attrs(units="1")
+        out = self._parts.get("explained_variance_ratio")  # computed where S**2 is in range
+        if out is None:  # a store saved before it was a part
+            S = self.singular_values
+            shares = ratio(S.data, self.total_variance.data)
+            out = S.copy(data=backend.on_backend_of(shares, S.data))
+        return out.rename("explained_variance_ratio").assign_attrs(units="1")
 
     def eigenvalues(self, *, ddof: int = 1) -> xr.DataArray:
         """``S**2 / (n - ddof)``: xeofs' ``explained_variance()`` (``ddof=1``)."""
