@@ -29,9 +29,6 @@ import numpy as np
 from ..core import backend
 
 __all__ = [
-    "PAD_LENGTHS",
-    "FFT_COLUMNS",
-    "SLOW_PRIME",
     "analytic_signal",
     "hilbert_transform",
     "hilbert_adjoint",
