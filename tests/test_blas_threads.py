@@ -118,11 +118,14 @@ def test_exact_svd_of_a_small_matrix_on_one_thread_of_a_large_one_on_all(seen, m
     large = exact_svd(a, 10)
     assert seen["small"] == [1, MANY]
     np.testing.assert_allclose(small.S, large.S, rtol=1e-13)
-    # the randomized solver's steps as well: all threads where they are not small
+    # the randomized solver's steps as well: all threads where they are not small, but
+    # the Rayleigh-Ritz eigh of the (passes x width)^2 matrix always on one (hundreds of
+    # columns: beside a busy process all threads took 20x longer)
     seen["small"].clear()
     monkeypatch.setattr(blas, "SMALL_WORK", 0)
     randomized_svd(a, 5, seed=0)
-    assert seen["small"] and set(seen["small"]) == {MANY}
+    assert seen["small"] and MANY in set(seen["small"])
+    assert set(seen["small"]) <= {1, MANY}
 
 
 @pytest.mark.parametrize("sketch_bytes", [None, 0])  # sketches kept, or U from one more product

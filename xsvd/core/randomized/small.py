@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from .. import backend
-from ..blas import small_step
+from ..blas import one_blas_thread, small_step
 from ..common import eps_tolerance
 from .magnitude import times_power_of_two
 
@@ -212,7 +212,8 @@ def ritz(V, Z, gram=None):
     """
     xp = backend.api(Z)
     H = V.T @ Z if gram is None else gram
-    lam, X = xp.linalg.eigh((H + H.T) / 2)
+    with one_blas_thread():  # (passes x width)^2: hundreds; all threads beside a busy
+        lam, X = xp.linalg.eigh((H + H.T) / 2)  # process took 20x longer (576: 8.7 s vs 0.37)
     return xp.clip(xp.flip(lam, axis=0), 0.0, None), xp.flip(X, axis=1)
 
 
