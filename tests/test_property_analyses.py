@@ -25,7 +25,12 @@ explicitly. The leading singular values and their shares (explained variance
 ratio, squared covariance fraction) must agree to the precision of the data's
 dtype; an ``inf`` must raise :class:`xsvd.InfiniteValueError`.
 
-To add an analysis (Hilbert EOF, bootstrap, ...), register it with
+Hilbert EOF (``padding="none"``) is compared with the complex SVD of
+``scipy.signal.hilbert`` of the prepared field; the bootstrap with the spectrum
+of the data and, inside its run, of its first replicate resampled explicitly
+from its counts.
+
+To add an analysis, register it with
 :func:`register`: how many fields it takes, whether it takes
 ``standardize``, a ``run(case)`` that returns ``(S, shares)`` of the
 leading ``case.k`` components as NumPy arrays, and a ``truth(case)`` that
@@ -103,6 +108,7 @@ class Analysis:
     truth: Callable[[Case], tuple[np.ndarray, np.ndarray]]
     embeds: bool = False
     degree: int = 1  # the fields multiplied together in S (MCA: 2)
+    compressed_only: bool = False  # no method= (the bootstrap)
 
 
 #: Every analysis under test, by name (see the module docstring to add one).
@@ -220,8 +226,59 @@ def _run_extended(case: Case):
     return _host(res.singular_values), _host(res.explained_variance_ratio)
 
 
+def _run_hilbert(case: Case):
+    res = xsvd.hilbert_eof(
+        case.labeled(0),
+        case.k,
+        dim="time",
+        weights=case.weights_of(0),
+        center=case.center,
+        standardize=case.standardize,
+        padding="none",  # the periodic transform: scipy.signal.hilbert's
+        **case.solver(),
+    )
+    return _host(res.singular_values), _host(res.explained_variance_ratio)
+
+
+def _truth_hilbert(case: Case):
+    """The complex SVD of the analytic signal of the prepared field (centered, standardized,
+    weighted before the transform), in units of its largest value."""
+    from scipy import signal
+
+    b = prepared(case, 0)
+    top = max(np.abs(b).max(), np.finfo(float).tiny)
+    s, shares = _spectrum(signal.hilbert(b / top, axis=0))
+    return s * top, shares
+
+
+def _run_bootstrap(case: Case):
+    """The bootstrap's spectrum of the data (its replicate of counts 1) and, checked here,
+    of its first resampled replicate against the explicit resampling of its counts."""
+    da = case.labeled(0)
+    res = xsvd.bootstrap(
+        da, case.k, 2, dim="time", center=case.center, weights=case.weights_of(0), seed=0
+    )
+    counts = _host(res.counts).reshape(2, -1)[0].astype(int)
+    resampled = Case(**{**case.__dict__, "fields": [np.repeat(case.fields[0], counts, axis=0)]})
+    want, want_shares = _spectrum(prepared(resampled, 0))
+    got = _host(res.replicate_singular_values)[0]
+    np.testing.assert_allclose(got / want[0], want[: case.k] / want[0], atol=tolerance(case))
+    got_shares = _host(res.replicate_explained_variance_ratio)[0]
+    np.testing.assert_allclose(got_shares, want_shares[: case.k], atol=4 * tolerance(case))
+    return _host(res.singular_values), _host(res.explained_variance_ratio)
+
+
 register(
     "svd", n_fields=1, standardize=True, run=_run_svd, truth=lambda c: _spectrum(prepared(c, 0))
+)
+register("hilbert", n_fields=1, standardize=True, run=_run_hilbert, truth=_truth_hilbert)
+register(
+    "bootstrap",
+    n_fields=1,
+    standardize=False,
+    run=_run_bootstrap,
+    truth=lambda c: _spectrum(prepared(c, 0)),
+    compressed_only=True,
 )
 register(
     "dataset",
@@ -283,7 +340,9 @@ def draw_case(draw, analysis: Analysis) -> Case:
         k=2,
         center=draw(st.sampled_from([True, True, False])),
         standardize=analysis.standardize and draw(st.booleans()),
-        method=draw(st.sampled_from(["exact", "compressed"])),
+        method=draw(
+            st.sampled_from(["compressed"] if analysis.compressed_only else ["exact", "compressed"])
+        ),
         infinite=infinite,
         embedding=embedding,
         tau=tau,
