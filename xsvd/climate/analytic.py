@@ -186,7 +186,7 @@ def column_stats(x, *, center: bool, padding: str, decay_factor: float):
     infs = xp.sum(xp.astype(xp.isinf(x), xp.float64), axis=0)
     x = xp.where(finite, x, 0.0)
     amax = xp.max(xp.abs(x), axis=0)
-    e = xp.clip(xp.floor(xp.log2(xp.where(amax > 0, amax, 1.0))), -1000, 1000)
+    e = xp.clip(xp.floor(xp.log2(xp.where(amax > 0, amax, 1.0))), -1000.0, 1000.0)
     unit = xp.pow(2.0, -e)
     x = x * unit
     mean = xp.sum(x, axis=0) / max(x.shape[0], 1)

@@ -179,9 +179,9 @@ class AnalyticField:
         data), for the exact SVD, a few columns at a time."""
         m, n = self.shape
         dask = backend.is_dask(self.data)
-        xp = np if dask else backend.api(self.data)
-        Z = xp.empty((m, n), dtype=xp.complex128, device=None if dask else backend.device(
-            self.data))  # fmt: skip
+        xp = backend.api(np.empty(0) if dask else self.data)  # the array API's, not np.*
+        where = {} if dask else {"device": backend.device(self.data)}  # NumPy 1.26: no device
+        Z = xp.empty((m, n), dtype=xp.complex128, **where)
         for s, e, x in _series(self):
             mu = backend.on_backend_of(backend.to_numpy(self.mu_kept[s:e]), x)
             d = backend.on_backend_of(backend.to_numpy(self.d_kept[s:e]), x)
