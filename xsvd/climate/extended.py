@@ -160,7 +160,9 @@ def extended_eof(
             dtype=f.dtype,
         )
         U, S, V, errors = f.here(res.U), f.here(res.S), f.here(res.V), res.errors
-        settings.update(passes=res.passes, seed=given.seed, error_bounds=res.bounds)
+        settings.update(
+            passes=res.passes, stopped=res.stopped, seed=given.seed, error_bounds=res.bounds
+        )
     # the field was decomposed scaled by a power of two: S back in the data's units
     S, errors = f.unscaled(S), np.array(backend.to_numpy(errors), dtype=float)
     errors[:, 0] = f.unscaled(errors[:, 0])

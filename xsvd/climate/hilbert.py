@@ -544,6 +544,7 @@ def _compressed(f, k: int, options: CompressedOptions):
         "seed": options.seed,
         "dtype": "float64",
         "passes": res.passes,
+        "stopped": res.stopped,
         "krylov": True,
     }
     if options.n_power_iter is None:  # stopped by tol (asked for, or the default)

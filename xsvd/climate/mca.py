@@ -215,6 +215,7 @@ def mca(
         P, S, Q, errors, norm = fl.here(res.U), fl.here(res.S), fr.here(res.V), res.errors, None
         settings.update(
             passes=res.passes,
+            stopped=res.stopped,
             n_oversamples=given.n_oversamples,
             seed=given.seed,
             error_bounds=res.bounds,
