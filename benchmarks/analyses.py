@@ -336,6 +336,25 @@ def _read(*parts) -> None:
         np.asarray(part.values)
 
 
+def _spectrum_scorers(score, xsvd_dims, xeofs_dims, patterns: str = "V"):
+    """The two scorers of a case whose ``score(s, evr, V)`` compares a spectrum and its
+    patterns: one reads an xsvd result (``patterns``: its attribute over ``xsvd_dims``),
+    the other an xeofs model (its components over ``xeofs_dims``)."""
+
+    def of_xsvd(res):
+        V = rows(getattr(res, patterns), "component", xsvd_dims)
+        return {
+            **score(res.singular_values.values, res.explained_variance_ratio.values, V),
+            **_info(res),
+        }
+
+    def of_xeofs(m):
+        V = rows(m.components(), "mode", xeofs_dims)
+        return score(m.singular_values().values, m.explained_variance_ratio().values, V)
+
+    return of_xsvd, of_xeofs
+
+
 def _info(res) -> dict:
     """How xsvd solved it: its method, passes and reads of the data, as the result says."""
     settings = getattr(res, "settings", {}) or {}
@@ -412,17 +431,7 @@ def eof_case(data: Data, ref: Reference, k: int) -> Case:
         f'xeofs.single.EOF(n_modes={k}).fit(da, "time", weights=w)',
         _quiet(run_xsvd),
         _quiet(run_xeofs),
-        lambda res: {
-            **score(
-                res.S.values, res.explained_variance_ratio.values, rows(res.V, "component", dims)
-            ),
-            **_info(res),
-        },
-        lambda m: score(
-            m.singular_values().values,
-            m.explained_variance_ratio().values,
-            rows(m.components(), "mode", dims),
-        ),
+        *_spectrum_scorers(score, dims, dims),
         f"{dense_how(da)} the centered, weighted ocean matrix",
     )
 
@@ -562,19 +571,7 @@ def extended_case(data: Data, ref: Reference, k: int, L: int, tau: int) -> Case:
         "weights=w)",
         _quiet(run_xsvd),
         _quiet(run_xeofs),
-        lambda res: {
-            **score(
-                res.singular_values.values,
-                res.explained_variance_ratio.values,
-                rows(res.patterns, "component", ("lag", *dims)),
-            ),
-            **_info(res),
-        },
-        lambda m: score(
-            m.singular_values().values,
-            m.explained_variance_ratio().values,
-            rows(m.components(), "mode", ("embedding", *dims)),
-        ),
+        *_spectrum_scorers(score, ("lag", *dims), ("embedding", *dims), patterns="patterns"),
         f"{dense_how(da, L, (L - 1) * tau)} the formed, centered lagged copy "
         f"(embedding {L}, tau {tau})",
     )
@@ -617,17 +614,7 @@ def hilbert_case(data: Data, ref: Reference, k: int) -> Case:
         f'xeofs.single.HilbertEOF(n_modes={k}, padding="none").fit(da, "time", weights=w)',
         _quiet(run_xsvd),
         _quiet(run_xeofs),
-        lambda res: {
-            **score(
-                res.S.values, res.explained_variance_ratio.values, rows(res.V, "component", dims)
-            ),
-            **_info(res),
-        },
-        lambda m: score(
-            m.singular_values().values,
-            m.explained_variance_ratio().values,
-            rows(m.components(), "mode", dims),
-        ),
+        *_spectrum_scorers(score, dims, dims),
         f"{dense_how(da)} scipy.signal.hilbert of the centered, weighted ocean matrix "
         "(patterns: the columns of V in Z = U S V^H; compared up to a phase)",
     )
