@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import json
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -102,6 +105,21 @@ class Row:
 
 
 # --------------------------------------------------------------------------- memory
+
+
+def run_child(code: str, *args) -> dict:
+    """Run ``code`` in a fresh Python process (``python -c code args...``) and return the
+    JSON object its last line of output prints, or ``{"error": <last line of stderr>}``:
+    a peak memory measured there is that of the one run alone."""
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _load_malloc_trim():

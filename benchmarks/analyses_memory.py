@@ -45,7 +45,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,6 +52,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # the helper modules next to this file
+from _harness import run_child  # noqa: E402
+
 ROOT = HERE.parent
 CASES = ("open", "eof", "mca", "mca-decomposition", "extended", "hilbert", "bootstrap")
 
@@ -124,18 +126,6 @@ def write_store(path: Path, shape: tuple, chunk: int, seed: int, rows: int | Non
     da_.to_dataset().to_zarr(path, mode="w")
 
 
-def run_child(case: str, left: Path, right: Path, k: int, tree: Path) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, case, str(left), str(right), str(k), str(tree)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--shape", default="3000x90x140", help="time x lat x lon of each field")
@@ -169,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                 stores.append(path)
             for label, tree in trees:
                 for case in args.cases.split(","):
-                    out = run_child(case, *stores, args.k, tree)
+                    out = run_child(CHILD, case, *stores, args.k, tree)
                     out.update(case=case, tree=label, layout=layout)
                     runs.append(out)
                     print(json.dumps({k: v for k, v in out.items() if k != "values"}), flush=True)

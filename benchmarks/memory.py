@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # the helper modules next to this file
+from _harness import run_child  # noqa: E402
 
 # Run in a child process: prints one JSON line with time, peak RSS and singular values.
 CHILD = r"""
@@ -66,18 +67,6 @@ def write_store(path: Path, rows: int, width: int, chunk_rows: int) -> None:
     xr.DataArray(x, dims=("variants", "samples"), name="genotype").to_dataset().to_zarr(path)
 
 
-def run_child(tool: str, path: Path, k: int, q: int) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, tool, str(path), str(k), str(q)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--rows", default="200000,400000", help="rows of each store (comma-separated)")
@@ -103,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             write_store(store, r, width, chunk)
             print(f"wrote {store.name} ({r} x {width} uint8) in {time.perf_counter() - t0:.0f} s")
             for tool in tools:
-                out = run_child(tool, store, args.k, args.n_power_iter)
+                out = run_child(CHILD, tool, store, args.k, args.n_power_iter)
                 out.update(tool=tool, rows=r, width=width, gb=r * width / 1e9)
                 runs.append(out)
                 print(json.dumps({k: v for k, v in out.items() if k != "s"}), flush=True)
