@@ -241,21 +241,19 @@ def test_seed_none_draws_afresh_and_a_seed_repeats(function):
 # ---------------------------------------------- out of core: ||C||_F^2
 
 
-def test_squared_covariance_fraction_of_lazy_fields_never_holds_a_field(monkeypatch):
-    """Memory measured by tracemalloc (NumPy reports its arrays to it), one task at a time
-    (no thread timing): a Gram matrix ``b @ b.T`` of stripes of samples holds every
-    stripe until the last product; blocks of features read one at a time hold one."""
+def _traced_total(monkeypatch, n: int, a: int, b: int, rows: int):
+    """Two lazy fields (n x a, n x b; a * b > n**2: the Gram route) in stripes of ``rows``
+    samples, MCA's ``||C||_F^2`` computed one task at a time in blocks of 200 features, and
+    its peak memory traced (NumPy reports its arrays to tracemalloc)."""
     rng = np.random.default_rng(6)
-    n, a, b = 200, 8000, 3000  # a * b > n**2: the Gram route
     left = rng.standard_normal((n, a)) + 3.0
     right = rng.standard_normal((n, b)) + left[:, :1] - 1.0
     lazy = [
-        xr.DataArray(da.from_array(x, chunks=(10, -1)), dims=("time", d))  # stripes of samples
+        xr.DataArray(da.from_array(x, chunks=(rows, -1)), dims=("time", d))
         for x, d in ((left, "p"), (right, "q"))
     ]
     res = xsvd.mca(*lazy, K, seed=0, n_power_iter=1)
-    # blocks of 200 features (raising=False: the old code had no such blocks)
-    monkeypatch.setattr(fields_module, "LAZY_BLOCK_VALUES", n * 200, raising=False)
+    monkeypatch.setattr(fields_module, "LAZY_BLOCK_VALUES", n * 200)
     tracemalloc.start()
     try:
         with dask.config.set(scheduler="synchronous"):
@@ -263,6 +261,15 @@ def test_squared_covariance_fraction_of_lazy_fields_never_holds_a_field(monkeypa
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+    return left, right, total, peak
+
+
+def test_squared_covariance_fraction_of_lazy_fields_never_holds_a_field(monkeypatch):
+    """Memory measured by tracemalloc (NumPy reports its arrays to it), one task at a time
+    (no thread timing): a Gram matrix ``b @ b.T`` of stripes of samples holds every
+    stripe until the last product; blocks of features read one at a time hold one."""
+    n = 200
+    left, right, total, peak = _traced_total(monkeypatch, n, 8000, 3000, rows=10)
     Bl = left - left.mean(axis=0)
     Br = right - right.mean(axis=0)
     want = ((Bl @ Bl.T) * (Br @ Br.T)).sum() / (n - 1) ** 2  # ||Bl^T Br||_F^2
@@ -292,23 +299,8 @@ def test_squared_covariance_fraction_holds_one_gram_matrix(monkeypatch):
     """Issue 29: the fractions took MCA on lazy input past the plain EOF + 0.3 GB. The Gram
     route holds one n x n matrix, one block of features and panels of rows (it held a
     second n x n product per block, 2.4 n**2 floats here): traced, one task at a time."""
-    rng = np.random.default_rng(6)
-    n, a, b = 1000, 1500, 1200  # a * b > n**2: the Gram route
-    left = rng.standard_normal((n, a)) + 3.0
-    right = rng.standard_normal((n, b)) + left[:, :1] - 1.0
-    lazy = [
-        xr.DataArray(da.from_array(x, chunks=(50, -1)), dims=("time", d))
-        for x, d in ((left, "p"), (right, "q"))
-    ]
-    res = xsvd.mca(*lazy, K, seed=0, n_power_iter=1)
-    monkeypatch.setattr(fields_module, "LAZY_BLOCK_VALUES", n * 200)  # blocks of 200 features
-    tracemalloc.start()
-    try:
-        with dask.config.set(scheduler="synchronous"):
-            total = res.total_squared_covariance
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    n = 1000
+    left, right, total, peak = _traced_total(monkeypatch, n, 1500, 1200, rows=50)
     Bl, Br = left - left.mean(axis=0), right - right.mean(axis=0)
     np.testing.assert_allclose(total, np.sum((Bl.T @ Br) ** 2) / (n - 1) ** 2, rtol=1e-12)
     assert peak < 1.9 * n * n * 8, peak / (n * n * 8)
