@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import MissingValueError, backend
+from ..core import backend
 from ..core.config import OPTIONS
 from ..core.missing import check_infinite, check_nan_counts
 from ..core.randomized.executors import Eager, Stepwise
@@ -55,6 +55,14 @@ __all__ = ["Reads", "Stopping", "Batch", "run_batch"]
 #: Per-stripe partial sums added per task over Dask stripes (few feature-sized sums
 #: alive at once over stripes of samples).
 SPLIT_EVERY = 2
+
+#: How to fix partly missing features and infinite values: the bootstrap takes no missing=.
+NAN_ADVICE = (
+    "The bootstrap needs complete features (NaN at every sample, e.g. land, is fine): fill "
+    "them first (e.g. `da.interpolate_na(dim)`) or drop them (`da.dropna(dim, how='any')` "
+    "over the samples)."
+)
+INFINITE_ADVICE = "Replace or drop those features before the call."
 
 
 @dataclass(frozen=True)
@@ -258,16 +266,9 @@ class Reads:
         magnitude); True when the data must be read again, rescaled."""
         m = self.n_samples
         host = backend.to_numpy(self.xp.stack([missing, infinite, amax]))  # one move
-        check_infinite(host[1] > 0, locate=self.locate)
-        try:
-            self.nan_mask = check_nan_counts(host[0], m, locate=self.locate)
-        except MissingValueError as err:  # the bootstrap takes no missing=
-            found = str(err).split(". Features that are NaN")[0]
-            raise MissingValueError(
-                f"{found}. The bootstrap needs complete features (NaN at every sample, e.g. "
-                "land, is fine): fill them first (e.g. `da.interpolate_na(dim)`) or drop "
-                "them (`da.dropna(dim, how='any')` over the samples)."
-            ) from None
+        # the bootstrap takes no missing=: its own advice
+        check_infinite(host[1] > 0, locate=self.locate, advice=INFINITE_ADVICE)
+        self.nan_mask = check_nan_counts(host[0], m, locate=self.locate, advice=NAN_ADVICE)
         if self.measured:
             return False
         self.measured = True

@@ -135,13 +135,35 @@ def missing_rule(dtype, missing: str, negative_missing: bool | None = None) -> M
     return MissingRule("error") if floating else MissingRule("none")
 
 
-def check_nan_counts(counts, n_samples: int, *, offset: int = 0, locate: Locate | None = None):
+#: How to fix partly missing features where ``missing="mean"`` is taken (the default advice).
+NAN_ADVICE = (
+    "Features that are NaN at every sample (e.g. land in an ocean field) are handled; for "
+    "the others pass `missing='mean'`, which stands each one for its feature's mean over the "
+    "samples (no filled copy is made), or fill them first, e.g. `da.interpolate_na(dim)`, or "
+    "drop the samples or features that hold them with `da.dropna(...)`."
+)
+#: How to fix infinite values where ``missing="mean"`` is taken (the default advice).
+INFINITE_ADVICE = (
+    "Replace them (e.g. `da.where(np.isfinite(da))` makes them NaN, which `missing='mean'` "
+    "then fills) or drop those features."
+)
+
+
+def check_nan_counts(
+    counts,
+    n_samples: int,
+    *,
+    offset: int = 0,
+    locate: Locate | None = None,
+    advice: str = NAN_ADVICE,
+):
     """The all-NaN feature mask from per-feature NaN counts (rule ``"error"``), or raise.
 
     ``counts`` may be NumPy or CuPy; the mask comes back on the same backend.
     A feature NaN at some samples but not all is a :class:`MissingValueError`
     that says which features (through ``locate``, from flat feature indices
-    counted from ``offset``) and how to fix it.
+    counted from ``offset``) and how to fix it (``advice``: an analysis that
+    takes no ``missing=`` gives its own).
     """
     host = backend.to_numpy(counts)
     partial = (host > 0) & (host < n_samples)
@@ -150,20 +172,19 @@ def check_nan_counts(counts, n_samples: int, *, offset: int = 0, locate: Locate 
         where = locate(idx) if locate is not None else _default_locate(idx)
         raise MissingValueError(
             f"The data has NaN at some but not all samples of {idx.size} feature(s): "
-            f"{where}. Features that are NaN at every sample (e.g. land in an ocean "
-            "field) are handled; for the others pass `missing='mean'`, which stands each "
-            "one for its feature's mean over the samples (no filled copy is made), or "
-            "fill them first, e.g. `da.interpolate_na(dim)`, or drop the samples or "
-            "features that hold them with `da.dropna(...)`."
+            f"{where}. {advice}"
         )
     return backend.on_backend_of(host == n_samples, counts)
 
 
-def check_infinite(flags, *, offset: int = 0, locate: Locate | None = None) -> None:
+def check_infinite(
+    flags, *, offset: int = 0, locate: Locate | None = None, advice: str = INFINITE_ADVICE
+) -> None:
     """Raise :class:`InfiniteValueError` when any feature holds an infinite value.
 
     ``flags``: per feature, whether it holds ``inf`` or ``-inf`` (NumPy or
-    CuPy), the features counted from ``offset``; ``locate`` names them.
+    CuPy), the features counted from ``offset``; ``locate`` names them;
+    ``advice`` says how to fix it (an analysis without ``missing=`` gives its own).
     """
     host = backend.to_numpy(flags)
     if not host.any():
@@ -172,8 +193,7 @@ def check_infinite(flags, *, offset: int = 0, locate: Locate | None = None) -> N
     where = locate(idx) if locate is not None else _default_locate(idx)
     raise InfiniteValueError(
         f"The data hold infinite values (inf or -inf) in {idx.size} feature(s): {where}. "
-        "An SVD of them has no meaning. Replace them (e.g. `da.where(np.isfinite(da))` "
-        "makes them NaN, which `missing='mean'` then fills) or drop those features."
+        f"An SVD of them has no meaning. {advice}"
     )
 
 
