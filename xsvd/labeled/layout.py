@@ -157,8 +157,9 @@ class Layout:
                 if label not in other.indexes[d]:
                     raise ValueError(
                         f"The decomposed data have the single {d!r} {_fmt(label)} (a size-1 "
-                        f"dimension), which the new data lack along {d!r}. Select it, "
-                        f"e.g. `.sel({d}={_fmt(label)})`."
+                        f"dimension), which the new data lack along {d!r}. Project data at "
+                        f"{d}={_fmt(label)}: select it from data that hold it, e.g. "
+                        f"`data.sel({d}={_fmt(label)})`."
                     )
                 other = other.sel({d: [label]})
             elif d not in other.dims:
@@ -167,8 +168,9 @@ class Layout:
                         raise ValueError(
                             f"The decomposed data have the single {d!r} {_fmt(label)} (a "
                             f"size-1 dimension), and the new data are at {d}="
-                            f"{_fmt(other[d].values[()])}. Select it, e.g. "
-                            f"`.sel({d}={_fmt(label)})`."
+                            f"{_fmt(other[d].values[()])}. Project data at {d}="
+                            f"{_fmt(label)}: select it from data that hold it, e.g. "
+                            f"`data.sel({d}={_fmt(label)})`."
                         )
                 other = other.expand_dims(d)  # a scalar coordinate becomes its index
         return other
@@ -186,8 +188,9 @@ class Layout:
             if other.sizes[d] != self.sizes[d]:
                 raise ValueError(
                     f"Feature dimension {d!r} has size {other.sizes[d]} in the new data but "
-                    f"{self.sizes[d]} in the decomposed data. Select the same features "
-                    "(e.g. with `.sel()` or `.reindex_like()`)."
+                    f"{self.sizes[d]} in the decomposed data. Select the decomposed "
+                    f"features, e.g. `new.sel({d}=res.V[{d!r}])` (or by position, "
+                    f"`new.isel({d}=slice(0, {self.sizes[d]}))`, where they have no labels)."
                 )
             if d in self.coords and d in other.coords:
                 if not np.array_equal(
@@ -195,7 +198,9 @@ class Layout:
                 ):
                     raise ValueError(
                         f"The coordinate {d!r} of the new data differs from the decomposed "
-                        "data's. Align them first (e.g. `new.reindex_like(...)`)."
+                        "data's. Put the new data on the decomposed data's labels first, "
+                        "e.g. `new.reindex_like(res.V)` (NaN where a label is new to them; "
+                        "`res.project(..., missing='mean')` lets those stand for the mean)."
                     )
         sample_dims = tuple(d for d in other.dims if d not in self.feature_dims)
         shape = tuple(other.sizes[d] for d in sample_dims)
