@@ -28,7 +28,7 @@ from ..labeled.base import Result, errors_part
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
 from ..labeled.units import quantify
-from .resampling import CONVERGED, FIXED, MAX_PASSES, SPACE_FULL, Reads, Stopping, relative_error
+from .resampling import SPACE_FULL, Reads, Stopping, worst
 from .resampling import run_batch as _run_batch
 
 __all__ = ["bootstrap", "BootstrapResult"]
@@ -40,8 +40,6 @@ FIXED_PASSES_WARNING = 1e-2
 #: ``batch`` by default: as many replicates as hold about this many bytes of Krylov spaces
 #: (and of feature-sized sums over Dask stripes of samples) at once.
 BATCH_BYTES = 2**27
-#: ``settings["stopped"]`` of several batches: the first of these that any batch gave.
-_REASONS = (MAX_PASSES, FIXED, CONVERGED, SPACE_FULL)
 
 
 def _check(name, value, low):
@@ -70,7 +68,7 @@ def _stopping(given: CompressedOptions) -> tuple[CompressedOptions, Stopping]:
     if not opts.converges:
         return opts, Stopping(opts.n_power_iter + 1, None)
     most = DEFAULT_N_POWER_ITER + 1 if opts.default_stop else opts.max_passes
-    return opts, Stopping(most, opts.tol)
+    return opts, Stopping(most, opts.tol, opts.default_stop)
 
 
 @takes_options(CompressedOptions)
@@ -246,8 +244,8 @@ def _zero_nan(x):
 def _settings(opts, stop: Stopping, batches: list, reader: Reads, center, ci) -> dict:
     """``settings`` of the result (JSON-able), with the warnings they call for."""
     passes = max(b.passes for b in batches)
-    stopped = next(r for r in _REASONS if any(b.stopped == r for b in batches))
-    reached = max(float(backend.to_numpy(relative_error(b.S, b.errors))) for b in batches)
+    stopped = worst(b.stopped for b in batches)
+    reached = max(b.reached for b in batches)
     settings = ordered_settings(
         n_power_iter=passes - 1,
         n_oversamples=opts.n_oversamples,

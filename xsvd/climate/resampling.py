@@ -30,10 +30,11 @@ from typing import Any
 import numpy as np
 
 from ..core import backend
+from ..core.common import variance_ratio
 from ..core.config import OPTIONS
 from ..core.missing import check_infinite, check_nan_counts
 from ..core.randomized.executors import Eager, Stepwise
-from ..core.randomized.magnitude import needs_rescaling, rescaling, times_power_of_two
+from ..core.randomized.magnitude import needs_rescaling, rescaling, scaled_back
 from ..core.randomized.small import (
     CONVERGED,
     FIXED,
@@ -41,16 +42,18 @@ from ..core.randomized.small import (
     SPACE_FULL,
     estimates_are_bounds,
     krylov_finish,
+    krylov_room,
     orth,
     orth_against,
     relative_errors,
+    stop_reason,
     thin_errors,
     unknown_errors,
 )
-from ..core.randomized.state import Summable
+from ..core.randomized.state import FeatureStats, Summable
 from ..core.randomized.stripe import quiet_overflow, stripe_sub, sub_blocks
 
-__all__ = ["Reads", "Stopping", "Batch", "run_batch"]
+__all__ = ["Reads", "Stopping", "Batch", "run_batch", "worst"]
 
 #: Per-stripe partial sums added per task over Dask stripes (few feature-sized sums
 #: alive at once over stripes of samples).
@@ -69,14 +72,17 @@ INFINITE_ADVICE = "Replace or drop those features before the call."
 class Stopping:
     """When the passes of a batch stop.
 
-    ``most``: passes at most (``n_power_iter + 1`` when fixed); ``tol``: stop
-    earlier once every replicate's estimated relative errors (of each of its
-    ``k`` singular values, and its residuals) are at most this; None: exactly
-    ``most`` passes (unless the Krylov space fills the samples first).
+    ``most``: passes at most (``n_power_iter + 1`` when fixed); ``tol``: a
+    replicate stops earlier once its estimated relative errors (of each of its
+    ``k`` singular values, and its residuals) are at most this, or (``at_precision``,
+    the default stop) at the precision of the products, as the core's solvers do
+    (:func:`~xsvd.core.randomized.small.stop_reason`); None: exactly ``most`` passes
+    (unless the Krylov space fills the samples first).
     """
 
     most: int
     tol: float | None
+    at_precision: bool = False
 
     @property
     def limit(self) -> str:
@@ -94,7 +100,8 @@ class Batch:
     pattern's dot product with column 0's, ``U0`` (m, k) the data's sample-side
     vectors, ``passes`` (the most of any replicate), ``stopped`` (why),
     ``bounds`` (whether the estimates are bounds,
-    :func:`~xsvd.core.randomized.small.estimates_are_bounds`).
+    :func:`~xsvd.core.randomized.small.estimates_are_bounds`), ``reached`` (the largest
+    relative error of any replicate, :func:`~xsvd.core.randomized.small.relative_errors`).
     """
 
     S: object
@@ -106,6 +113,7 @@ class Batch:
     passes: int
     stopped: str
     bounds: bool
+    reached: float
 
 
 @dataclass
@@ -280,15 +288,6 @@ class Reads:
         self.result_exp = found.result_exp
         return True
 
-    def scaled_back(self, S, errors):
-        """Singular values and their errors (B x k x 3) in the data's units."""
-        e = -self.result_exp
-        if e == 0:
-            return S, errors
-        xp = self.xp
-        first = times_power_of_two(errors[..., 0], e)
-        return times_power_of_two(S, e), xp.stack([first, errors[..., 1], errors[..., 2]], axis=-1)
-
 
 # ------------------------------------------------------------------ kernels
 
@@ -416,22 +415,21 @@ def run_batch(reads: Reads, C, start, k: int, stop: Stopping, center: bool, keep
     """One batch of replicates: block Krylov on every ``B_c B_c^T`` in shared reads.
 
     ``C`` (m x B, host) the counts, column 0 the data's own (all ones);
-    ``start`` (B x m x l, host) the random start blocks. A replicate whose
-    estimates are below ``stop.tol`` after a pass is left out of the later
-    ones; the passes end when none is left, when the Krylov space fills the
-    samples (exact), or after ``stop.most`` passes. One more read gives the
-    patterns.
+    ``start`` (B x m x l, host) the random start blocks. Each replicate is the
+    core's block Krylov (:mod:`xsvd.core.randomized.small`: its next block, Krylov
+    room, stop rule, Ritz triplets and error estimates); one whose passes may stop
+    (:func:`~xsvd.core.randomized.small.stop_reason`) is left out of the later reads.
+    The passes end when none is left, when the Krylov space fills the samples, or
+    after ``stop.most`` passes. One more read gives the patterns.
     """
     xp = reads.xp
     m, B = C.shape
     l = start.shape[2]
     counts = reads.put(C)
     T = xp.stack([orth(reads.put(start[b])) for b in range(B)])
-    # the blocks after the first lie in the range of B_c, of dimension <= min(m, features)
-    space = min(m, l + min(m, reads.n_features))
     bases: list[list] = [[] for _ in range(B)]
     crosses: list[list] = [[] for _ in range(B)]
-    active, ss, passes = list(range(B)), None, 0
+    active, ss, passes, said = list(range(B)), None, 0, set()
     while True:
         Z, first_ss = reads.product(counts, active, T, center, ss is None)
         ss = first_ss if ss is None else ss
@@ -439,51 +437,48 @@ def run_batch(reads: Reads, C, start, k: int, stop: Stopping, center: bool, keep
             bases[b].append(T[i, ...])
             crosses[b].append(Z[i, ...])
         passes += 1
-        room = max(0, min(l, space - sum(x.shape[1] for x in bases[active[0]])))
-        if room == 0:
-            stopped = SPACE_FULL
-            break
+        used = sum(x.shape[1] for x in bases[active[0]])
+        room = krylov_room(m, min(m, reads.n_features), l, used)
         if stop.tol is not None and passes >= 2:  # the first (random) block says nothing yet
-            done = _converged([bases[b] for b in active], [crosses[b] for b in active], k, stop)
-            active = [b for b, d in zip(active, done, strict=True) if not d]
-            if not active:
-                stopped = CONVERGED
-                break
-        if passes >= stop.most:
-            stopped = stop.limit
+            why = [_stop_reason(bases[b], crosses[b], k, stop) for b in active]
+            said.update(r for r in why if r is not None)
+            active = [b for b, r in zip(active, why, strict=True) if r is None]
+        if not active or room == 0 or passes >= stop.most:
             break
         T = xp.stack([orth_against(crosses[b][-1], bases[b], room) for b in active])
+    full = room == 0
+    stopped = worst(said) if not active else SPACE_FULL if full else stop.limit
     U, S, errors = [], [], []
     for b in range(B):
         _, u, s, e = krylov_finish(None, bases[b], crosses[b], k, np.float64)
-        if len(bases[b]) == 1 and stopped != SPACE_FULL:  # a random block: nothing bounds it
+        if len(bases[b]) == 1 and not full:  # a random block: nothing bounds it
             e = unknown_errors(xp, k, like=u)
         U.append(u)
         S.append(s)
         errors.append(e)
     U, S = xp.stack(U), xp.stack(S)
     dots, V = reads.patterns(counts, U, S, center, keep)
-    positive = ss > 0  # 0 / 0 is NaN, as in every result's explained_variance_ratio
-    ratio = xp.where(positive[:, None], S**2 / xp.where(positive, ss, 1.0)[:, None], xp.nan)
-    S, errors = reads.scaled_back(S, xp.stack(errors))
+    total = FeatureStats(None, ss, None)
+    S, errors, total, norm = scaled_back(S, xp.stack(errors), total, reads.result_exp, None)
+    ratio = variance_ratio(S, total.total_ss[:, None], norm[:, None])
+    reached = relative_errors(xp.reshape(errors, (-1, 3)), xp.reshape(S, (-1,)))
+    reached = float(backend.to_numpy(xp.max(reached)))
     # as the core decides; a space that fills the samples is exact (l - k < 10 only then)
-    bounds = stopped == SPACE_FULL or estimates_are_bounds(True, l - k, passes - 1)
-    return Batch(S, ratio, V, dots, U[0, ...], errors, passes, stopped, bounds)
+    bounds = full or estimates_are_bounds(True, l - k, passes - 1)
+    return Batch(S, ratio, V, dots, U[0, ...], errors, passes, stopped, bounds, reached)
 
 
-def _converged(bases: list, crosses: list, k: int, stop: Stopping) -> list[bool]:
-    """Per replicate: every one of its ``k`` relative S errors and residuals below ``tol``."""
-    worst = []
-    for b, c in zip(bases, crosses, strict=True):
-        errors, S = thin_errors(b, c, k, np.float64)
-        worst.append(relative_error(S, errors))
-    xp = backend.api(worst[0])
-    host = backend.to_numpy(xp.stack(worst))  # one number per replicate
-    return list(host <= stop.tol)
+def _stop_reason(bases: list, crosses: list, k: int, stop: Stopping) -> str | None:
+    """The core's stop rule on one replicate's passes: why it may stop, or None."""
+    errors, S = thin_errors(bases, crosses, k, np.float64)
+    return stop_reason(errors, S, stop.tol, stop.at_precision, np.float64)
 
 
-def relative_error(S, errors):
-    """The largest relative S error or residual (the core's :func:`relative_errors`) of
-    one replicate or many: ``S`` (..., k), ``errors`` (..., k, 3); inf where ``S`` is 0."""
-    xp = backend.api(errors)
-    return xp.max(relative_errors(xp.reshape(errors, (-1, 3)), xp.reshape(S, (-1,))))
+#: Why the passes of several replicates stopped: the first of these that any gave; the
+#: core's other reason (the precision of the products) counts as just before "converged".
+REASONS = (MAX_PASSES, FIXED, CONVERGED, SPACE_FULL)
+
+
+def worst(reasons) -> str:
+    """Of the replicates' or batches' reasons to stop, the one ``settings["stopped"]`` gives."""
+    return min(reasons, key=lambda r: REASONS.index(r) if r in REASONS else 1.5)
