@@ -305,3 +305,160 @@ def test_boolean_k_advice_omits_it():
     with pytest.raises(TypeError, match="omit it for all 20"):
         res.reconstruct(True)
     np.testing.assert_allclose(res.reconstruct(), field, rtol=1e-10)
+
+
+# ------------------------------------------------------ labeled/result.py: project()
+
+
+def _gappy(field: xr.DataArray) -> tuple[xr.DataArray, np.ndarray]:
+    """``field`` with two values NaN, and the rows filled with the field's feature means."""
+    new = field.copy()
+    new[2, 1, 1] = np.nan
+    new[5, 0, 3] = np.nan
+    x = _matrix(new)
+    filled = np.where(np.isnan(x), _matrix(field).mean(axis=0), x)
+    return new, filled
+
+
+@pytest.mark.parametrize("missing", ["zero", "fill"])
+def test_unknown_missing_advice_takes_the_feature_means(backend, missing):
+    """result.py: missing='zero' is refused; `missing='mean'` scores the gaps as the means."""
+    field = _field()
+    res = _on(backend, field).svd.exact(dim="time", center=True)
+    new, filled = _gappy(field)
+    with pytest.raises(ValueError) as err:
+        res.project(_on(backend, new), missing=missing)
+    option = eval("dict(" + _code(str(err.value), "missing=") + ")")
+    scores = res.project(_on(backend, new), **option)
+    _same_up_to_sign(_host(backend, scores), _scores(field, res, filled), atol=1e-10)
+
+
+def test_missing_mean_of_an_uncentered_result_advice_centers():
+    """result.py: project(missing='mean') on an uncentered result; decomposing with
+    `center=True` gives the scores of the gaps at the means."""
+    field = _field()
+    res = field.svd.exact(dim="time", center=False)
+    new, filled = _gappy(field)
+    with pytest.raises(ValueError, match="`center=True`") as err:
+        res.project(new, missing="mean")
+    assert "new.fillna" in str(err.value)
+    centered = field.svd.exact(dim="time", center=True)
+    _same_up_to_sign(
+        centered.project(new, missing="mean").values, _scores(field, centered, filled), atol=1e-10
+    )
+    # the other advice: fill the new data first (here with the decomposed data's means)
+    value = field.mean("time")
+    scores = res.project(eval(_code(str(err.value), "fillna"), {"new": new, "value": value}))
+    _same_up_to_sign(scores.values, _scores(field, res, filled, center=False), atol=1e-10)
+
+
+@pytest.mark.parametrize("follow", ["missing", "interpolate"])
+def test_nan_in_new_data_advice(backend, follow):
+    """result.py: NaN in new data at ocean features; `missing='mean'` scores them as the
+    means, `new.interpolate_na(dim)` as the interpolated values (land stays out). It said
+    "Fill or drop them", with no call."""
+    field = _land(_field())
+    x = _matrix(field)
+    ocean = ~np.isnan(x).any(axis=0)
+    res = _on(backend, field).svd.exact(dim="time", center=True)
+    new = field.copy()
+    new[4, 1, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN at features") as err:
+        res.project(_on(backend, new)).compute()  # lazy data: raised when computed
+    message = str(err.value)
+    if follow == "missing":
+        option = eval("dict(" + _code(message, "missing=") + ")")
+        scores = res.project(_on(backend, new), **option)
+        rows = np.where(np.isnan(_matrix(new)), np.nanmean(x, axis=0), _matrix(new))
+    else:
+        filled = eval(_code(message, "interpolate_na"), {"new": new, "dim": "time"})
+        scores = res.project(_on(backend, filled))
+        rows = _matrix(filled)
+    mean = x[:, ocean].mean(axis=0)
+    _, s, vt = np.linalg.svd(x[:, ocean] - mean, full_matrices=False)
+    want = (rows[:, ocean] - mean) @ vt[:5].T / s[:5]
+    _same_up_to_sign(_host(backend, scores)[:, :5], want, atol=1e-10)
+
+
+def test_lazy_data_on_a_device_result_advice(backend):
+    """result.py: lazily chunked data projected on a result on the (strict) device: both
+    advised ways, `other.compute()` and `res.as_numpy()`, give the scores."""
+    if backend.name != "strict":
+        pytest.skip("the message is about a result on a device other than CuPy")
+    import dask.array as da_
+
+    field = _field()
+    x = _matrix(field)
+    res = xr.DataArray(backend(x), dims=("time", "cell")).svd.exact(dim="time", center=True)
+    other = xr.DataArray(da_.from_array(x, chunks=(10, -1)), dims=("time", "cell"))
+    with pytest.raises(TypeError, match="Dask cannot hold") as err:
+        res.project(other)
+    want = _scores(field, res, x)
+    computed = eval(_code(str(err.value), "compute"), {"other": other})
+    _same_up_to_sign(_host(backend, res.project(computed)), want, atol=1e-10)
+    host = eval(_code(str(err.value), "as_numpy"), {"res": res})
+    _same_up_to_sign(backend.host(host.project(other).data), want, atol=1e-10)
+
+
+# -------------------------------------------------- labeled/statistics.py: statistics
+
+
+def test_ddof_advice_of_a_single_sample():
+    """statistics.py: eigenvalues of one uncentered sample with the default ddof=1; the
+    advised ddof=0 gives S**2 (it said "ddof=0 or 1", and 1 fails the same way)."""
+    x = _matrix(_field())[:1]
+    res = xr.DataArray(x, dims=("time", "cell")).svd.exact(dim="time")
+    with pytest.raises(ValueError, match="Use ddof=0") as err:
+        res.eigenvalues()
+    ddof = int(re.search(r"Use ddof=(\d)", str(err.value))[1])
+    assert "or 1" not in str(err.value)
+    np.testing.assert_allclose(res.eigenvalues(ddof=ddof), [np.sum(x**2)], rtol=1e-10)
+
+
+def _corr(data: np.ndarray, pcs: np.ndarray) -> np.ndarray:
+    """Correlation of every column of ``data`` with every column of ``pcs`` (features x k)."""
+    a = _centered(data) / data.std(axis=0)
+    b = _centered(pcs) / pcs.std(axis=0)
+    return a.T @ b / len(data)
+
+
+def test_data_over_fewer_samples_advice_decomposes_their_period():
+    """statistics.py: correlation maps of data over 20 of the decomposition's 30 times; the
+    advice to decompose the samples the data cover gives their maps. It advised
+    `data.sel(time=res.U['time'])`, a KeyError: the data lack those labels."""
+    da = _field()
+    res = da.svd.exact(dim="time", center=True)
+    data = 2.0 * da.isel(time=slice(0, 20)) + 1.0
+    with pytest.raises(ValueError, match="do not cover") as err:
+        res.correlation_maps(data)
+    code = _code(str(err.value), ".svd(").replace("...", "dim='time', center=True")
+    again = eval(code, {"da": da, "data": data})
+    maps = again.correlation_maps(data).isel(component=slice(0, 5))
+    want = _corr(_matrix(data), again.U.values[:, :5])
+    np.testing.assert_allclose(maps.stack(cell=("lat", "lon")).values.T, want, atol=1e-10)
+
+
+def test_data_of_other_sample_count_without_labels_advice():
+    """statistics.py: no sample labels and 40 samples for a decomposition of 30; the advised
+    `isel` (it said "Select the same samples") gives the maps of the first 30."""
+    da = _field().drop_vars("time")
+    res = da.svd.exact(dim="time", center=True)
+    more = xr.concat([da, da.isel(time=slice(0, 10))], dim="time")
+    with pytest.raises(ValueError, match="40 samples") as err:
+        res.correlation_maps(more)
+    data = eval(_code(str(err.value), "isel"), {"data": more})
+    maps = res.correlation_maps(data)
+    want = _corr(_matrix(da), res.U.values)
+    np.testing.assert_allclose(maps.stack(cell=("lat", "lon")).values.T, want, atol=1e-10)
+
+
+def test_component_dim_in_statistics_data_advice_renames_it():
+    """statistics.py: data with a 'component' dim; the advised rename gives the maps."""
+    da = _field()
+    res = da.svd.exact(dim="time", center=True)
+    data = da.rename(lon="component")
+    with pytest.raises(ValueError, match="Rename it first") as err:
+        res.correlation_maps(data)
+    maps = res.correlation_maps(eval(_code(str(err.value), "rename"), {"data": data}))
+    want = _corr(_matrix(da), res.U.values)
+    np.testing.assert_allclose(maps.stack(cell=("lat", "mode")).values.T, want, atol=1e-10)

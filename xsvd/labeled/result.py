@@ -421,7 +421,9 @@ def _zero_masked(X, mask):
     if backend.to_scalar(xp.any(xp.isnan(out))):
         raise ValueError(
             "The new data have NaN at features that were not all-NaN in the decomposed "
-            "data. Fill or drop them before projecting."
+            "data. Pass `missing='mean'` (a centered result) to let each stand for its "
+            "feature's mean in the decomposed data, or fill them first, e.g. "
+            "`new.interpolate_na(dim)` along the sample dimension."
         )
     return out
 

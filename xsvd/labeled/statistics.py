@@ -64,7 +64,7 @@ def _check_ddof(ddof, n: int) -> int:
     if ddof >= n:
         raise ValueError(
             f"ddof={ddof} leaves no degrees of freedom with {n} samples (the divisor is "
-            f"n - ddof = {n - ddof}). Use ddof=0 or 1."
+            f"n - ddof = {n - ddof}). Use ddof={'0 or 1' if n > 1 else '0'}."
         )
     return int(ddof)
 
@@ -392,14 +392,17 @@ def _aligned_field(res, data) -> tuple[xr.DataArray, Any, str]:
                 raise ValueError(
                     f"The data's {d!r} labels do not cover the decomposition's: "
                     f"{len(lacking)} of its {len(want)} labels are missing (e.g. {shown}). "
-                    f"Select the same samples, e.g. `data.sel({d}=res.U[{d!r}])`, or "
-                    "decompose the period the data cover."
+                    "Give data over every sample of the decomposition, or decompose the "
+                    f"samples the data cover, e.g. `da.sel({d}=data[{d!r}]).svd(...)` with "
+                    "the same options."
                 )
             plain = _select_labels(plain, d, want)
         elif plain.sizes[d] != U.sizes[d]:
             raise ValueError(
                 f"The data have {plain.sizes[d]} samples along {d!r}, the decomposition "
-                f"{U.sizes[d]}. Select the same samples."
+                f"{U.sizes[d]}. Select the samples it took, by position (without labels on "
+                f"both along {d!r} there is nothing to match), e.g. "
+                f"`data.isel({d}=slice(0, {U.sizes[d]}))` for the first {U.sizes[d]}."
             )
     if COMPONENT in plain.dims:
         raise ValueError(
