@@ -26,7 +26,9 @@ __all__ = [
     "component_label",
     "component_values",
     "coord_label",
+    "date_ticks",
     "is_int",
+    "legend_outside",
     "materialize",
     "name_of",
     "pyplot",
@@ -94,14 +96,9 @@ def component_label(comp, ratio=None, *, prefix: str = "EOF ") -> str:
     return name if ratio is None else f"{name} ({_percent(ratio)})"
 
 
-def _data_name(res) -> str | None:
-    name = getattr(getattr(res, "layout", None), "name", None)
-    return None if name is None else str(name)
-
-
 def titled(what: str, res) -> str:
     """``what``, followed by ``" of <name>"`` when the decomposed data had a name."""
-    name = _data_name(res)
+    name = getattr(getattr(res, "layout", None), "name", None)
     return what if name is None else f"{what} of {name}"
 
 
@@ -113,10 +110,33 @@ def name_of(da: xr.DataArray) -> str | None:
 
 def coord_label(da: xr.DataArray) -> str:
     """An axis label for ``da``: its long name and, unless dimensionless, ``[units]``."""
-    name = da.attrs.get("long_name") or da.attrs.get("standard_name") or str(da.name)
+    name = str(name_of(da))
     units = da.attrs.get("units")
     dimensionless = str(units).strip() in ("", "1", "dimensionless")
     return name if units is None or dimensionless else f"{name} [{units}]"
+
+
+def date_ticks(axis, dates: bool = True) -> None:
+    """Concise date tick labels ("2002", "Apr", "Jul") on a matplotlib axis of dates."""
+    if not dates:
+        return
+    import matplotlib.dates as mdates
+
+    locator = mdates.AutoDateLocator()
+    axis.set_major_locator(locator)
+    axis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+
+
+def legend_outside(ax, x: float, **kwargs):
+    """A legend right of ``ax`` (its left edge at ``x`` in axes fractions): it covers no data."""
+    return ax.legend(
+        loc="upper left",
+        bbox_to_anchor=(x, 1.0),
+        borderaxespad=0.0,
+        fontsize="small",
+        frameon=False,
+        **kwargs,
+    )
 
 
 def zero_line(ax) -> None:

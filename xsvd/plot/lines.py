@@ -22,6 +22,8 @@ from .common import (
     component_label,
     component_values,
     coord_label,
+    date_ticks,
+    legend_outside,
     materialize,
     name_of,
     pyplot,
@@ -129,9 +131,9 @@ def timeseries(
             f"ax= takes one axes, but {n} components make {n} panels; pass overlay=True "
             "(or n=1) to draw on ax, or leave ax out for a new figure."
         )
-    sel = U.isel({COMPONENT: slice(0, n)})
-    sel = sel.drop_vars([c for c in sel.coords if c not in (COMPONENT, sdim)])
     idx = {COMPONENT: slice(0, n)}
+    sel = U.isel(idx)
+    sel = sel.drop_vars([c for c in sel.coords if c not in (COMPONENT, sdim)])
     S = _units.dequantify(res.S)
     sel, evr, S = materialize(sel, res.explained_variance_ratio.isel(idx), S.isel(idx))
     sel = sel.transpose(COMPONENT, sdim)
@@ -158,17 +160,11 @@ def timeseries(
         for row, label in zip(data, labels, strict=True):
             ax.plot(x, row, label=label, **kwargs)
         zero_line(ax)
-        _date_ticks(ax, dates)
+        date_ticks(ax.xaxis, dates)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
-        ax.legend(  # outside, right: it covers no data
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-            borderaxespad=0.0,
-            fontsize="small",
-            frameon=False,
-        )
+        legend_outside(ax, 1.01)
         return ax.figure
 
     fig, axs = plt.subplots(
@@ -184,7 +180,7 @@ def timeseries(
         panel.plot(x, row, label=label, **{"color": f"C{i}", **kwargs})
         zero_line(panel)
         panel.set_title(label, loc="left", fontsize="medium")
-    _date_ticks(axs[-1, 0], dates)
+    date_ticks(axs[-1, 0].xaxis, dates)
     axs[-1, 0].set_xlabel(xlabel)
     fig.supylabel(ylabel, fontsize="medium")
     fig.suptitle(title)
@@ -213,17 +209,6 @@ def _sample_axis(U: xr.DataArray, sdim) -> tuple[np.ndarray, str, bool]:
                 label = f"{coord_label(coord)} ({note})" if note else coord_label(coord)
                 return x, label, dates
     return np.arange(U.sizes[sdim]), f"{sdim} (position)", False
-
-
-def _date_ticks(ax, dates: bool) -> None:
-    """Concise date tick labels ("2002", "Apr", "Jul") on an axis of datetime64 positions."""
-    if not dates:
-        return
-    import matplotlib.dates as mdates
-
-    locator = mdates.AutoDateLocator()
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
 
 
 def cftime_positions(values: np.ndarray) -> tuple[np.ndarray, str | None, bool] | None:

@@ -143,25 +143,23 @@ def _check_values(values) -> xr.DataArray:
 
 
 # ------------------------------------------------------------ color limits
-def _symmetric_limit(values: np.ndarray, robust: bool) -> float:
-    a = np.abs(np.asarray(values, dtype=float))
-    a = a[np.isfinite(a)]
-    if a.size == 0:
-        return 1.0
-    lim = float(np.percentile(a, 98.0) if robust else a.max())
-    if not lim > 0:
-        lim = float(a.max()) or 1.0
-    return lim
+def _finite(values) -> np.ndarray:
+    a = np.asarray(values, dtype=float)
+    return a[np.isfinite(a)]
 
 
 def _color_limits(values: np.ndarray, robust: bool) -> tuple[float, float, bool]:
     """Default (vmin, vmax, two_signed): symmetric around 0 when the values take both signs."""
-    a = np.asarray(values, dtype=float)
-    a = a[np.isfinite(a)]
-    lim = _symmetric_limit(a, robust)
-    if a.size and a.min() >= 0 and a.max() > 0:
+    a = _finite(values)
+    if a.size == 0:
+        return -1.0, 1.0, True
+    magnitude = np.abs(a)
+    lim = float(np.percentile(magnitude, 98.0) if robust else magnitude.max())
+    if not lim > 0:
+        lim = float(magnitude.max()) or 1.0
+    if a.min() >= 0 and a.max() > 0:
         return 0.0, lim, False
-    if a.size and a.max() <= 0 and a.min() < 0:
+    if a.max() <= 0 and a.min() < 0:
         return -lim, 0.0, False
     return -lim, lim, True
 
@@ -236,7 +234,7 @@ def _maps(V, titles, text, geo, col_wrap, cmap, robust, nan_color, kwargs):
     fig = fg.fig
     panels = []
     for ax, names, title in zip(
-        fg.axs.flat, fg.name_dicts.flat, _pad(titles, fg.axs.size), strict=True
+        fg.axs.flat, fg.name_dicts.flat, titles + [None] * (fg.axs.size - n), strict=True
     ):
         if names is None:
             fig.delaxes(ax)  # an empty slot of the last row
@@ -303,8 +301,7 @@ def _colorbar_right(fig, panels, values, cbar_kwargs) -> None:
     for key in ("fraction", "pad", "shrink", "aspect", "anchor", "panchor", "location"):
         cbar_kwargs.pop(key, None)
     if "extend" not in cbar_kwargs:
-        finite = np.asarray(values, dtype=float)
-        finite = finite[np.isfinite(finite)]
+        finite = _finite(values)
         norm = mappable.norm
         low = finite.size and norm.vmin is not None and finite.min() < norm.vmin
         high = finite.size and norm.vmax is not None and finite.max() > norm.vmax
@@ -314,11 +311,6 @@ def _colorbar_right(fig, panels, values, cbar_kwargs) -> None:
             (False, True): "max",
         }.get((bool(low), bool(high)), "neither")
     fig.colorbar(mappable, cax=cax, **cbar_kwargs)
-
-
-def _pad(seq, n):
-    seq = list(seq)
-    return seq + [None] * (n - len(seq))
 
 
 # ------------------------------------------------------------ panel aspect

@@ -16,6 +16,8 @@ from .common import (
     component_label,
     component_values,
     coord_label,
+    date_ticks,
+    legend_outside,
     materialize,
     pyplot,
     single_sample_dim,
@@ -49,14 +51,12 @@ def scores(
     iy = check_component_label("y", y, labels)
     if hue is not None:
         _check_hue(U, hue, sdim)
-    idx = [ix, iy]
-    sel = U.isel({COMPONENT: idx})
-    keep = [hue] if hue is not None else []
-    sel = sel.drop_vars([c for c in sel.coords if c not in (*keep, COMPONENT, sdim)])
-    sel, evr = materialize(sel, res.explained_variance_ratio.isel({COMPONENT: idx}))
+    idx = {COMPONENT: [ix, iy]}
+    sel = U.isel(idx)
+    sel = sel.drop_vars([c for c in sel.coords if c not in (hue, COMPONENT, sdim)])
+    sel, evr = materialize(sel, res.explained_variance_ratio.isel(idx))
     sel = sel.transpose(sdim, COMPONENT)
-    xs = np.asarray(sel.values[:, 0], dtype=float)
-    ys = np.asarray(sel.values[:, 1], dtype=float)
+    xs, ys = np.asarray(sel.values, dtype=float).T
     comp = component_values(sel)
 
     if ax is None:
@@ -120,9 +120,8 @@ def _scatter_categories(ax, xs, ys, values, label, kwargs) -> None:
     import pandas as pd
 
     codes, cats = pd.factorize(pd.Series(np.asarray(values, dtype=object)), sort=True)
-    kwargs.pop("cmap", None)
-    kwargs.pop("color", None)
-    kwargs.pop("c", None)
+    for key in ("cmap", "color", "c"):
+        kwargs.pop(key, None)
     colors = _category_colors(len(cats))
     for i, cat in enumerate(cats):
         m = codes == i
@@ -131,15 +130,7 @@ def _scatter_categories(ax, xs, ys, values, label, kwargs) -> None:
         m = codes < 0
         ax.scatter(xs[m], ys[m], color="0.6", label="(missing)", **kwargs)
     if 0 < len(cats) <= _MAX_LEGEND_CATEGORIES:
-        leg = ax.legend(
-            title=label,
-            loc="upper left",
-            bbox_to_anchor=(1.02, 1.0),
-            borderaxespad=0.0,
-            fontsize="small",
-            title_fontsize="small",
-            frameon=False,
-        )
+        leg = legend_outside(ax, 1.02, title=label, title_fontsize="small")
         for h in leg.legend_handles:
             h.set_alpha(1.0)
 
@@ -148,21 +139,14 @@ def _scatter_numeric(ax, xs, ys, values, label, kwargs) -> None:
     values = np.asarray(values)
     is_time = values.dtype.kind == "M"
     if is_time:
-        import matplotlib.dates as mdates
+        from matplotlib.dates import date2num
 
-        c = mdates.date2num(values)
-    else:
-        c = np.asarray(values, dtype=float)
+        values = date2num(values)
     kwargs.pop("color", None)
     kwargs.setdefault("cmap", "viridis")
-    sc = ax.scatter(xs, ys, c=c, **kwargs)
+    sc = ax.scatter(xs, ys, c=np.asarray(values, dtype=float), **kwargs)
     cbar = ax.figure.colorbar(sc, ax=ax)
     cbar.set_label(label)
     if cbar.solids is not None:
         cbar.solids.set_alpha(1.0)
-    if is_time:
-        import matplotlib.dates as mdates
-
-        loc = mdates.AutoDateLocator()
-        cbar.ax.yaxis.set_major_locator(loc)
-        cbar.ax.yaxis.set_major_formatter(mdates.ConciseDateFormatter(loc))
+    date_ticks(cbar.ax.yaxis, is_time)
