@@ -12,30 +12,26 @@ import xarray as xr
 __all__ = ["as_int", "as_float", "maybe_chunk"]
 
 
+def _number(name: str, value: Any, convert, what: str, errors) -> Any:
+    """``convert(value)``, or a TypeError that says ``name`` must be ``what`` (a bool is not)."""
+    if isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be {what}, got the bool {value!r}")
+    try:
+        return convert(value)
+    except errors:
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__} {value!r}") from None
+
+
 def as_int(name: str, value: Any, minimum: int, hint: str) -> int:
     """Return ``value`` as a Python int, or raise a helpful error."""
-    if isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be an integer, got the bool {value!r}")
-    try:
-        ivalue = operator.index(value)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be an integer, got {type(value).__name__} {value!r}"
-        ) from None
+    ivalue = _number(name, value, operator.index, "an integer", TypeError)
     if ivalue < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {ivalue}; {hint}")
     return ivalue
 
 
 def as_float(name: str, value: Any) -> float:
-    if isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be a real number, got the bool {value!r}")
-    try:
-        fvalue = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{name} must be a real number, got {type(value).__name__} {value!r}"
-        ) from None
+    fvalue = _number(name, value, float, "a real number", (TypeError, ValueError))
     if not math.isfinite(fvalue):
         raise ValueError(f"{name} must be a finite number, got {fvalue!r}")
     return fvalue

@@ -27,9 +27,8 @@ _CONTINENTS: tuple[tuple[float, float, float, float], ...] = (
 _ANTARCTIC_EDGE = -72.0  # cells south of this latitude are land
 
 
-def _land_mask(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-    """Boolean (lat, lon) mask, True over land."""
-    la, lo = np.meshgrid(lat, lon, indexing="ij")
+def _land_mask(la: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """Boolean (lat, lon) mask, True over land, of the latitude and longitude of each cell."""
     land = la < _ANTARCTIC_EDGE
     for lon0, lat0, half_lon, half_lat in _CONTINENTS:
         dlon = (lo - lon0 + 180.0) % 360.0 - 180.0
@@ -264,8 +263,8 @@ def climate_field(
     dlon = 360.0 / n_lon
     lat = -90.0 + dlat / 2.0 + dlat * np.arange(n_lat)
     lon = dlon / 2.0 + dlon * np.arange(n_lon)
-    land = _land_mask(lat, lon)
-    ocean = ~land.ravel()
+    lat2d, lon2d = np.meshgrid(lat, lon, indexing="ij")
+    ocean = ~_land_mask(lat2d, lon2d).ravel()
     n_ocean = int(ocean.sum())
     if n_ocean == 0:
         raise ValueError(f"the {n_lat} x {n_lon} grid has no ocean cells; raise n_lat and n_lon")
@@ -278,7 +277,6 @@ def climate_field(
     rng_patterns, rng_series, rng_noise = np.random.default_rng(seed).spawn(3)
 
     # Patterns, orthonormal over the ocean under w = cos(lat) / sum(cos(lat)).
-    lat2d, lon2d = np.meshgrid(lat, lon, indexing="ij")
     lat_o = lat2d.ravel()[ocean]
     lon_o = lon2d.ravel()[ocean]
     coslat = np.cos(np.deg2rad(lat_o))
