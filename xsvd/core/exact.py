@@ -81,15 +81,15 @@ def exact_svd(
     """
     (read,) = split_options(options, (Preprocessing,), "exact_svd")
     m, n = a.shape
-    k = validate_shape(m, n, k, center=read.center, required=False)
+    k = validate_shape(m, n, k, center=read.center is True, required=False)
+    given = read.given_center(n)
     dtype = np.float32 if backend.numpy_dtype(a.dtype) == np.float32 else np.float64
     # float32 data whose values or weights float32 cannot multiply: B is made in
     # float64, then brought near 1 and decomposed in float32
     wide = dtype == np.float32 and _beyond_float32(a, weights)
     rule = missing_rule(a.dtype, read.missing, read.negative_missing)
-    B, mean, nan_mask = _prepare(
-        a, np.float64 if wide else dtype, read.center, weights, rule, locate
-    )
+    center = read.centers if given is None else given
+    B, mean, nan_mask = _prepare(a, np.float64 if wide else dtype, center, weights, rule, locate)
     B, scale = _in_range(B, wide)
     if backend.is_dask(B):
         U, S, V = _tsqr_svd(B)
@@ -119,8 +119,14 @@ def exact_svd(
     return d.computed(Progress() if progress and backend.is_dask(a) else None)
 
 
-def _prepare(a, dtype, center: bool, weights, rule: MissingRule, locate):
-    """``B`` as a float array of the data's kind, its feature means and all-missing mask."""
+def _prepare(a, dtype, center, weights, rule: MissingRule, locate):
+    """``B`` as a float array of the data's kind, its feature means and all-missing mask.
+
+    ``center``: True, False, or the values to subtract (a float64 host vector), which
+    then fill in missing values too (``missing="mean"``), and are 0 at features NaN at
+    every sample under ``missing="error"`` (zeros there, so they stay zero).
+    """
+    given = None if isinstance(center, bool) else backend.on_backend_of(center, a)
     xp = backend.array_module(a)  # numpy, cupy or dask.array: the same code for each
     m = a.shape[0]
     f64 = backend.to_dtype(xp, np.float64)
@@ -137,8 +143,11 @@ def _prepare(a, dtype, center: bool, weights, rule: MissingRule, locate):
         zeroed = xp.where(mask, 0.0, B)
         present = m - xp.count_nonzero(mask, axis=0)
         nan_mask = present == 0
-        divisor = backend.astype(xp.maximum(present, 1), np.float64)
-        fill = backend.astype(xp.sum(zeroed, axis=0, dtype=f64) / divisor, dtype)
+        if given is None:
+            divisor = backend.astype(xp.maximum(present, 1), np.float64)
+            fill = backend.astype(xp.sum(zeroed, axis=0, dtype=f64) / divisor, dtype)
+        else:
+            fill = backend.astype(given, dtype)
         B = xp.where(mask, fill[None, :], zeroed)
     elif rule.active:
         isnan = xp.isnan(B)
@@ -155,7 +164,12 @@ def _prepare(a, dtype, center: bool, weights, rule: MissingRule, locate):
             _after_check, xp.where(isnan, 0.0, B), nan_mask[None, :], dtype=dtype
         )
     mean = None
-    if center:
+    if given is not None:
+        mean = given
+        if nan_mask is not None and not rule.fills:
+            mean = xp.where(nan_mask, 0.0, mean)
+        B = B - backend.astype(mean, dtype)
+    elif center:
         mean = xp.sum(B, axis=0, dtype=f64) / m
         B = B - backend.astype(mean, dtype)
     if weights is not None:

@@ -26,6 +26,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from . import backend
+
 __all__ = [
     "Preprocessing",
     "CompressedOptions",
@@ -35,6 +37,8 @@ __all__ = [
     "DEFAULT_KRYLOV",
     "DEFAULT_TOL",
     "check_flag",
+    "check_center",
+    "checked_center",
     "check_count",
     "ordered_settings",
     "split_options",
@@ -81,8 +85,13 @@ class Preprocessing:
 
     Attributes
     ----------
-    center : bool
-        Remove each feature's mean over the samples.
+    center : bool or array (n,)
+        True: remove each feature's mean over the samples. An array: the
+        values to remove instead, one per feature (e.g. ``2 p`` of allele
+        frequencies taken from a reference panel or the founders only); they
+        replace the means the data would give, are not read from the data, and
+        with ``missing="mean"`` fill in the missing values too. Finite numbers,
+        on any backend (moved to the data's). See :meth:`given_center`.
     missing : {"error", "mean"}
         Missing values other than whole-NaN features: an error, or each
         stands for its feature's mean (see :mod:`xsvd.core.missing`).
@@ -96,11 +105,80 @@ class Preprocessing:
     negative_missing: bool | None = None
 
     def __post_init__(self) -> None:
-        check_flag("center", self.center)
+        if not self.given:
+            check_center(self.center)
+
+    @property
+    def given(self) -> bool:
+        """``center`` holds the values to remove (an array), not True or False."""
+        return not isinstance(self.center, bool | np.bool_) and hasattr(self.center, "shape")
+
+    @property
+    def centers(self) -> bool:
+        """Something is removed from the data: ``center=True`` or given values."""
+        return self.given or bool(self.center)
+
+    def given_center(self, n: int) -> np.ndarray | None:
+        """The values ``center`` gives, checked, as float64 on the host (None: not given).
+
+        Refuses, saying how to fix it, what is not one finite number per feature.
+        """
+        if not self.given:
+            return None
+        return checked_center(self.center, n)
 
     def settings(self) -> dict:
-        """The part of ``settings`` these options make."""
-        return {"missing": self.missing, "center": bool(self.center)}
+        """The part of ``settings`` these options make (``center``: True, False or
+        ``"given"``)."""
+        center = "given" if self.given else bool(self.center)
+        return {"missing": self.missing, "center": center}
+
+
+#: How to pass centering values, for the messages that refuse them.
+CENTER_HOW = (
+    "pass center=True (each feature's mean over the samples), center=False, or the values "
+    "to subtract, one finite number per feature (in the labeled API an xarray.DataArray "
+    "over the feature dimensions, e.g. center=2 * w.allele_frequency)"
+)
+
+
+def check_center(value: Any) -> None:
+    """Refuse a ``center`` that is neither True, False nor an array of values."""
+    if isinstance(value, bool | np.bool_):
+        return
+    extra = ""
+    if isinstance(value, str):
+        extra = " A string is not read as a yes or no (even 'no' or 'False' is truthy)."
+    raise TypeError(
+        f"center must be True, False or the values to subtract, got {value!r} "
+        f"({type(value).__name__}).{extra} Fix: {CENTER_HOW}."
+    )
+
+
+def checked_center(values: Any, n: int) -> np.ndarray:
+    """Given centering values as a float64 host vector of length ``n``, or a clear error."""
+    try:
+        host = backend.to_numpy(values)
+    except Exception as err:  # noqa: BLE001 - any library's refusal: say what to pass
+        raise TypeError(f"center could not be read as numbers ({err}). Fix: {CENTER_HOW}.") from err
+    host = np.asarray(host)
+    if host.dtype.kind not in "biuf":
+        raise TypeError(f"center holds {host.dtype} values, not numbers. Fix: {CENTER_HOW}.")
+    if host.ndim != 1 or host.shape[0] != n:
+        raise ValueError(
+            f"center holds {host.shape} values, but the data have {n} features: it needs one "
+            f"value per feature. Fix: {CENTER_HOW}."
+        )
+    host = host.astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(host))
+    if bad.size:
+        raise ValueError(
+            f"center holds {bad.size} NaN or infinite value(s) (first at feature {bad[0]}), "
+            "which cannot be subtracted. Give a finite value for every feature, e.g. "
+            "`center.fillna(0)` where a feature is to be left as it is, or pass center=True "
+            "to subtract the means the data give."
+        )
+    return host
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -144,8 +144,15 @@ def svd(
         ``mean`` and ``reconstruct()`` carry the input's dimension names.
     method : {"auto", "exact", "compressed"}
         Solver; ``"auto"`` follows :func:`choose_method`.
-    center : bool
-        Remove each feature's mean over ``dim`` first.
+    center : bool or xarray.DataArray
+        Remove each feature's mean over ``dim`` first (True), or the values
+        given: a DataArray over (some of) the feature dimensions, matched to
+        the features by label as ``weights`` are, finite numbers, e.g.
+        ``center=2 * w.allele_frequency`` (allele frequencies of the founders
+        or of a reference panel, as PLINK 2's ``--pca`` centers) or a
+        climatology from another period. The values are not read from the
+        data; ``res.mean`` is them and ``res.settings["center"]`` is
+        ``"given"``. With ``missing="mean"`` missing values stand for them.
     standardize : bool
         Also divide each feature by its standard deviation over ``dim``
         (``ddof=0``, over the values present), so that every feature has
@@ -169,9 +176,10 @@ def svd(
         Missing values other than whole-NaN features (land): ``"error"``
         (default) raises an error that names them; ``"mean"`` stands each
         missing value for its feature's mean over the samples where it is
-        present, inside the products (no filled copy of the data). With
-        ``center=True`` they then contribute zero: mean imputation, as
-        PLINK 2's ``--pca meanimpute`` and sgkit's ``mean_impute`` do.
+        present, inside the products (no filled copy of the data), or for
+        the ``center=`` values given. With ``center`` they then contribute
+        zero: mean imputation, as PLINK 2's ``--pca meanimpute`` and sgkit's
+        ``mean_impute`` do.
         Missing values are NaN and, in integer data, negative values
         (PLINK's and sgkit's codes for missing calls, e.g. -1).
     negative_missing : bool, optional
@@ -335,6 +343,8 @@ def solve_matrix(
     path (:mod:`xsvd.climate.multivariate`), which stacks several variables.
     """
     labeling, read, given = options
+    if read.given:  # values to subtract: matched to the features by label, checked
+        read = replace(read, center=preprocess.center_vector(layout, read.center))
     w = weights
     m, n = a.shape
     if method == "auto":
@@ -359,7 +369,7 @@ def solve_matrix(
         d = _hinted(layout, randomized_svd, a, k, **run, **as_kwargs(given))
     if labeling.settings():
         d = replace(d, settings={**d.settings, **labeling.settings()})
-    if not read.center and m > 1 and not d.lazy_parts():  # one sample: nothing to center
+    if not read.centers and m > 1 and not d.lazy_parts():  # one sample: nothing to center
         warn_uncentered(d)
     return SVDResult(d, layout, weights=w, units=units)
 

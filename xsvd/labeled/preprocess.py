@@ -150,7 +150,55 @@ def _is_latitude(d, weights: xr.DataArray, layout: Layout) -> bool:
     return bool(latitude_rank(coord))
 
 
-def _aligned(layout: Layout, weights: xr.DataArray) -> xr.DataArray:
+def center_vector(layout: Layout, center):
+    """``center=``: True or False as they are; values to subtract (a DataArray over the
+    feature dims, broadcast over those it lacks, matched by label as weights are) as a
+    float64 vector over the features, checked (finite numbers)."""
+    if isinstance(center, bool | np.bool_) or not hasattr(center, "shape"):
+        return center  # True, False, or refused by the options
+    if not isinstance(center, xr.DataArray):
+        raise TypeError(
+            "center values must be an xarray.DataArray over (some of) the feature dimensions "
+            f"{layout.feature_dims}, so that they are matched to the features by name and "
+            f"label; got {type(center).__name__}. Wrap them, e.g. "
+            f"`xr.DataArray(values, dims={tuple(layout.feature_dims)!r}, coords=...)`, or "
+            "pass center=True to subtract the data's own means."
+        )
+    bad = [d for d in center.dims if d not in layout.feature_dims]
+    if bad:
+        raise ValueError(
+            f"center has dimension(s) {bad} that are not feature dimensions "
+            f"{layout.feature_dims}: it holds one value per feature, subtracted from every "
+            "sample. Select or reduce those dimensions first (e.g. `.mean(...)`)."
+        )
+    center = _aligned(layout, center, what="center")
+    for d in center.dims:
+        if center.sizes[d] != layout.sizes[d]:
+            raise ValueError(
+                f"center has {center.sizes[d]} values along {d!r} but the data have "
+                f"{layout.sizes[d]}: give one value per feature."
+            )
+    center = center.compute()  # read once (Dask-backed values)
+    if np.asarray(center.values).dtype.kind not in "biuf":
+        raise TypeError(
+            f"center must hold real numbers, got values of dtype {center.dtype}. Give one "
+            "finite number per feature, e.g. `center=2 * w.allele_frequency`."
+        )
+    sizes = dict(zip(layout.feature_dims, layout.feature_shape, strict=True))
+    values = center.variable.set_dims(sizes).transpose(*layout.feature_dims)
+    vector = np.asarray(backend.to_numpy(values.data), dtype=np.float64).reshape(-1)
+    bad = ~np.isfinite(vector)
+    if bad.any():
+        where = layout.feature_locator()(np.flatnonzero(bad))
+        raise ValueError(
+            f"center is NaN or infinite at {int(bad.sum())} of {vector.size} features: "
+            f"{where}. Give a finite value for every feature (e.g. `center.fillna(0)` to "
+            "leave those as they are), or pass center=True to subtract the data's own means."
+        )
+    return vector
+
+
+def _aligned(layout: Layout, weights: xr.DataArray, what: str = "weights") -> xr.DataArray:
     """Weights aligned with the data by label along every dimension both index.
 
     As in any xarray operation: labels in another order are reordered, and
@@ -168,13 +216,22 @@ def _aligned(layout: Layout, weights: xr.DataArray) -> xr.DataArray:
         gap = label_gap(wanted, have)
         if gap is not None:
             lacking, shown = gap
+            if what == "weights":
+                raise ValueError(
+                    f"The weights' coordinate {d!r} does not match the data's: the weights "
+                    f"have no value for {len(lacking)} of the data's {len(wanted)} {d!r} "
+                    f"labels (e.g. {shown}). Weights are matched to the data by label, as in "
+                    f"any xarray operation. Give weights on the data's coordinate, e.g. "
+                    f"`w.reindex({d}=da[{d!r}])`, or `w.assign_coords({d}=da[{d!r}])` if the "
+                    "labels differ only by rounding."
+                )
             raise ValueError(
-                f"The weights' coordinate {d!r} does not match the data's: the weights "
-                f"have no value for {len(lacking)} of the data's {len(wanted)} {d!r} labels "
-                f"(e.g. {shown}). Weights are matched to the data by label, as in any "
-                f"xarray operation. Give weights on the data's coordinate, e.g. "
-                f"`w.reindex({d}=da[{d!r}])`, or `w.assign_coords({d}=da[{d!r}])` if the "
-                "labels differ only by rounding."
+                f"The {what} values' coordinate {d!r} does not match the data's: they have "
+                f"no value for {len(lacking)} of the data's {len(wanted)} {d!r} labels "
+                f"(e.g. {shown}). They are matched to the data by label, as in any xarray "
+                f"operation. Give them on the data's coordinate, e.g. "
+                f"`{what}.reindex({d}=da[{d!r}])`, or `{what}.assign_coords({d}=da[{d!r}])` "
+                "if the labels differ only by rounding."
             )
         weights = weights.reindex({d: wanted})
     return weights

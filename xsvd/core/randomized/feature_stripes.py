@@ -17,6 +17,10 @@ all-missing mask, stripe by stripe. Floating-point features far from zero
 (kelvin) are read, in every pass, less a reference near their mean taken from
 the first rows of the sub-block on the first pass (:func:`.stripe.offset_reference`),
 so that neither the products nor the centering correction cancel.
+
+Given centering values (``center=`` an array, ``Problem.given_center``) take the
+place of each feature's mean in the same corrections, and fill in its missing
+values with ``missing="mean"``.
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ class FeatureStripes:
         self.offsets = [int(o) for o in ex.offsets]
         self.weight_parts = self._parts(problem.weights)
         self.scale_parts = self._parts(problem.column_scale)
+        self.center_parts = self._parts(problem.given_center)
         self._nan_columns = None  # (statistics, per-stripe masks or None), see nan_columns
 
     def _parts(self, vector):
@@ -117,6 +122,7 @@ class FeatureStripes:
                 nan_parts,
                 fills,
                 shifts,
+                self.center_parts,
             ),
         )
         total = ex.sum(sums)
@@ -205,6 +211,7 @@ def _read_stripe(
     nan_columns,
     fill,
     shift,
+    given,
     basis_ext,
     first: bool,
     spec: ReadSpec,
@@ -216,7 +223,9 @@ def _read_stripe(
     they are converted: rescaled data) are the stripe's parts, or None;
     ``nan_columns``: see :data:`.stripe.DETECT`; ``fill``: ``missing="mean"``,
     the stripe's fill values from the first pass (None on the first pass);
-    ``shift``: the reference the first pass subtracted, per feature (or None).
+    ``shift``: the reference the first pass subtracted, per feature (or None);
+    ``given``: the stripe's centering values given (float64, in the data's units as
+    given), which replace its features' means and fill in their missing values (or None).
     """
     xp, dev = backend.api(basis_ext), backend.device(basis_ext)
     dtype, f64 = basis_ext.dtype, xp.float64
@@ -236,9 +245,14 @@ def _read_stripe(
     detect = isinstance(nan_columns, str) and rule.active
     # NaN (or inf) found from the feature sums of the product, not by a sweep of every
     # value (later passes of a lazy graph on a device: without the column-length transfers)
-    by_sums = detect and not rule.negative and not (rule.fills and fill is not None and not first)
+    known = rule.fills and (given is not None or (fill is not None and not first))
+    by_sums = detect and not rule.negative and not known
     by_sums = by_sums and (first or backend.is_numpy(basis_ext))
-    if first and rule.fills:
+    if given is not None and column_scale is not None:
+        given = given * column_scale  # in the units of the rescaled data
+    if given is not None and rule.fills:  # missing values stand for the values given
+        fill = xp.astype(given, dtype)
+    elif first and rule.fills:
         fill = xp.zeros((nj,), dtype=dtype, device=dev)
     # features far from zero: read less a reference (found on the first pass)
     find = first and spec.center and not backend.is_packed(blocks[0])
@@ -254,6 +268,8 @@ def _read_stripe(
             count = None
             if not first:  # the first pass's fill values
                 sub, _ = zero_columns(xp, sub, nan_columns, rule, fill[c0:c1], count=False)
+            elif rule.fills and given is not None:  # the values given, counted
+                sub, count = fill_missing(xp, sub, rule, fill[c0:c1])
             elif rule.fills:  # first pass, missing="mean": keep them
                 sub, count, fill[c0:c1] = fill_missing(xp, sub, rule, with_value=True)
             else:
@@ -313,6 +329,12 @@ def _read_stripe(
                 amax[c0:c1] = amax[c0:c1] + xp.abs(ref)
         y = raw[:, :l]
         mu = raw[:, l] / m if spec.center else None
+        spread = None  # given values: the distance of the data's means to them
+        if given is not None:
+            c = given[c0:c1]
+            if missing_all is not None and not rule.fills:  # read as zeros: stay zero
+                c = xp.where(missing_all, 0.0, c)
+            spread, mu = mu, (c if ref is None else c - ref)
         if mu is not None:
             y = y - mu[:, None] * wsum[None, :]
             if mean is not None:
@@ -331,7 +353,9 @@ def _read_stripe(
         if mu is not None:
             correction += mu @ t
         if first:
-            if mu is not None:
+            if spread is not None:
+                sq = sq - m * spread**2 + m * (spread - mu) ** 2
+            elif mu is not None:
                 sq = sq - m * mu**2
             if ws is not None:
                 sq = sq * ws**2

@@ -44,7 +44,12 @@ class Problem:
     dtype : numpy.dtype
         Precision of the products with the data (float32 or float64).
     center : bool
-        Remove the feature means ``mu``.
+        Remove the feature means ``mu`` (computed, or ``given_center``).
+    given_center : array (n,) or None
+        ``mu`` as given (``center=`` values), float64 on the data's backend, in
+        the units of the data as given: it replaces the means the first pass
+        would compute (no read for it) and, with ``missing="mean"``, fills in
+        the missing values.
     weights : array (n,) or None
         Feature weights ``w`` on the data's backend, float64, as multiplied
         (the weights given times ``2**result_exp``, or rescaled).
@@ -111,6 +116,7 @@ class Problem:
     given_weights: Any = None
     reread: bool = False
     stopped: str | None = None
+    given_center: Any = None
 
     @property
     def thin_length(self) -> int:
@@ -124,8 +130,9 @@ class Problem:
 
     @property
     def prepass(self) -> bool:
-        """Stripes of samples with ``missing="mean"`` need the feature means before the passes."""
-        return self.missing.fills and self.stripes == SAMPLES
+        """Stripes of samples with ``missing="mean"`` need the feature means before the passes
+        (a read of their own), unless they are given (``given_center``)."""
+        return self.missing.fills and self.stripes == SAMPLES and self.given_center is None
 
     @property
     def passes(self) -> int:

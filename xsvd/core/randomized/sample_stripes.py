@@ -18,6 +18,11 @@ reference near their mean subtracted (measured on the first rows of the data,
 of the means they subtract, so the rank-one corrections never cancel. Weights
 enter as the diagonal ``D``. With ``missing="mean"`` the feature means over
 present values are read first (one extra read, see ``Problem.prepass``).
+
+Given centering values (``center=`` an array, ``Problem.given_center``) take the
+place of the means: nothing is read for them, they fill in missing values, and
+the rank-one corrections take off the part of the features' sums they leave
+(``(s - m mu) c^T`` in ``Z``, zero for the data's own means).
 """
 
 from __future__ import annotations
@@ -94,6 +99,7 @@ class SampleStripes:
         self.spec = problem.read_spec()
         self.weights = ex.share(problem.weights)  # one copy in a graph, shared by small tasks
         self.column_scale = ex.share(problem.column_scale)
+        self.given = ex.share(problem.given_center)
         self._nan_columns = None  # (statistics, the mask or None), see nan_columns
         self._corrects = None  # (statistics, bool), see corrects_mean
 
@@ -103,9 +109,11 @@ class SampleStripes:
         In the product dtype; in float64 for float64 data multiplied in float32
         (``narrowing``), whose values may be beyond float32's range.
         """
-        if not self.problem.prepass:
+        ex, pb = self.ex, self.problem
+        if pb.given_center is not None and pb.missing.fills:  # the values given: no read
+            return ex.call(_as_dtype, self.given, np.float64 if pb.narrowing else pb.dtype)
+        if not pb.prepass:
             return None
-        ex = self.ex
         sums = ex.map(_read_present, ex.stripes(), self.spec)
         dtype = np.float64 if self.problem.narrowing else self.problem.dtype
         return ex.call(_present_means, ex.sum(sums), dtype)
@@ -161,6 +169,9 @@ class SampleStripes:
         Y, sums = (Y_rest, sums_rest) if split is None else (Y + Y_rest, sums + sums_rest)
         total = ex.sum(sums)
         if first:
+            given = None
+            if pb.given_center is not None:
+                given = ex.call(_scaled_center, self.given, self.column_scale)
             stats = ex.call(
                 _first_pass_stats,
                 total,
@@ -170,12 +181,14 @@ class SampleStripes:
                 self.weights,
                 exact,
                 reference,
+                given,
             )
         # what centering still takes off, as a rank-one correction: the mean (data read
         # uncentered), the mean less the reference, or the rounding of the mean subtracted
         mean = stats.mean if shift is None else ex.call(_less, stats.mean, exact, first, reference)
+        given = pb.given_center is not None
         cross, gram, mean_row = ex.call(
-            _centered, total, basis_w, mean, self.weights, pb.n_samples, nout=3
+            _centered, total, basis_w, mean, self.weights, pb.n_samples, given, nout=3
         )
         return Sketch(Y, mean_row, cross, gram), stats
 
@@ -417,6 +430,11 @@ def _less(mean, exact, first: bool, reference):
     return None if reference is None else mean - exact
 
 
+def _scaled_center(given, column_scale):
+    """The given centering values in the units of the data as read (rescaled or not)."""
+    return given if column_scale is None else given * column_scale
+
+
 def _scaled_fill(fill, column_scale, dtype):
     """The fill values in the units of rescaled data (multiplied in float64: exact)."""
     xp = backend.api(fill)
@@ -424,10 +442,14 @@ def _scaled_fill(fill, column_scale, dtype):
 
 
 def _first_pass_stats(
-    total: StripeSums, m: int, spec: ReadSpec, locate, w, exact=None, reference=None
+    total: StripeSums, m: int, spec: ReadSpec, locate, w, exact=None, reference=None, given=None
 ) -> SampleStats:
     """Means, total sum of squares and all-missing features from the first pass's sums
     (of the data less ``exact``, when given: the reference subtracted).
+
+    ``given``: the centering values given (in the units of the data as read), which
+    are then the means; 0 at features NaN at every sample under ``missing="error"``
+    (read as zeros there), so that those features stay zero.
 
     Raises :class:`~xsvd.core.missing.InfiniteValueError` naming the features that
     hold infinite values, :class:`~xsvd.core.missing.MissingValueError` for NaN
@@ -444,6 +466,13 @@ def _first_pass_stats(
             nan_mask = check_nan_counts(total.missing_count, m, locate=locate)
     mean = total.cross[:, -1] / m if spec.center else None
     ss = total.sumsq - m * mean**2 if spec.center else total.sumsq
+    if given is not None:  # about the values given: the spread plus the distance to them
+        xp = backend.api(given)
+        if nan_mask is not None and not spec.missing.fills:
+            given = xp.where(nan_mask, 0.0, given)
+        less = given if exact is None else given - exact
+        ss = ss + m * (mean - less) ** 2
+        mean, exact = given, None
     if w is not None:
         ss = ss * w**2
     if exact is not None:
@@ -451,11 +480,14 @@ def _first_pass_stats(
     return SampleStats(mean, backend.api(ss).sum(ss), nan_mask, amax, reference=reference)
 
 
-def _centered(total: StripeSums, basis_w, mean, w, m: int):
+def _centered(total: StripeSums, basis_w, mean, w, m: int, given: bool = False):
     """Centering and weights applied to a pass's sums: ``Z = C^T Y``, ``G = Y^T Y``.
 
     ``mean`` is given when the data were read uncentered (the first pass);
     the sketch's rows then lose ``c = mu^T D W`` (returned as ``mean_row``).
+    ``given``: ``mean`` is not the data's (centering values given), so ``Z`` also
+    loses ``(s - m mu) c^T``, with ``s`` the features' sums as read (zero, and left
+    out, for the data's own means).
     """
     cross = total.cross[:, :-1]
     if mean is None:
@@ -467,6 +499,8 @@ def _centered(total: StripeSums, basis_w, mean, w, m: int):
         Z = cross - mean[:, None] * ysum[None, :]
         G = total.gram - ysum[:, None] * c[None, :] - c[:, None] * ysum[None, :]
         G = G + m * c[:, None] * c[None, :]
+        if given:
+            Z = Z - (total.cross[:, -1] - m * mean)[:, None] * c[None, :]
     if w is not None:
         Z = Z * w[:, None]
     return Z, G, c

@@ -41,7 +41,8 @@ symbol          code                       meaning
                 ``blocks``
 ``m``, ``n``    ``n_samples``,             the shape of ``A``
                 ``n_features``
-``mu``          ``mean``                   feature means (``center=True``)
+``mu``          ``mean``                   feature means (``center=True``) or
+                                           the values ``center=`` gives
 ``w``, ``D``    ``weights``                feature weights, ``D = diag(w)``
 ``B``           (never formed)             ``(A - 1 mu^T) D``
 ``C``           the stripe matrix          ``B`` (``stripes="samples"``) or
@@ -159,8 +160,12 @@ def randomized_svd(
         NumPy, CuPy or Dask array, samples along rows, features along columns.
     k : int
         Number of components.
-    center : bool
-        Remove each feature's (column's) mean over the samples.
+    center : bool or array (n,)
+        True: remove each feature's (column's) mean over the samples. An
+        array: the values to remove instead (any backend; moved to the
+        data's), not read from the data: ``d.mean`` is them and
+        ``settings["center"]`` is ``"given"``. With ``missing="mean"`` they
+        fill in the missing values too (no extra read for the means).
     weights : array (n,), optional
         Per-feature factors applied after centering.
     n_power_iter : int, optional
@@ -286,7 +291,8 @@ def randomized_svd(
     """
     read, given = split_options(options, (Preprocessing, CompressedOptions), "randomized_svd")
     m, n = a.shape
-    k = validate_shape(m, n, k, center=read.center, required=True)
+    k = validate_shape(m, n, k, center=read.center is True, required=True)
+    center = read.given_center(n)
     opts = given.resolved(lazy=backend.is_dask(a) and not compute)
     warn_if_exact_is_cheaper(m, n, k, opts, a)
     bounds = _bounds_or_warning(opts)
@@ -308,7 +314,8 @@ def randomized_svd(
         n_power_iter=opts.n_power_iter,
         dtype=ctype,
         options=opts,
-        center=read.center,
+        center=read.centers,
+        given_center=None if center is None else backend.on_backend_of(center, a),
         weights=None if w is None else backend.on_backend_of(w, a),
         missing=rule,
         locate=locate,
@@ -415,7 +422,7 @@ def solve(ex, problem: Problem, omega, progress: Progress | None = None, make_si
     side = make_side(ex, problem)
     start = ex.call(orth, omega)
     carry = Carry(basis=start, fill=side.prepare())
-    if carry.fill is not None:
+    if carry.fill is not None and problem.prepass:
         carry = ex.end_pass(carry)  # the means' own read
     adaptive = problem.options.converges
     p, stopped = 0, None
