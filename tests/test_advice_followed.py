@@ -462,3 +462,306 @@ def test_component_dim_in_statistics_data_advice_renames_it():
     maps = res.correlation_maps(eval(_code(str(err.value), "rename"), {"data": data}))
     want = _corr(_matrix(da), res.U.values)
     np.testing.assert_allclose(maps.stack(cell=("lat", "mode")).values.T, want, atol=1e-10)
+
+
+# ----------------------------------------------- climate/multivariate.py: Dataset.svd
+
+
+def _pair(seed: int = 5):
+    """Two fields over the same 30 times: sst (time, lat, lon) and slp (time, x)."""
+    sst = _field(seed)
+    rng = np.random.default_rng(seed + 1)
+    slp = xr.DataArray(
+        rng.standard_normal((30, 3)) @ rng.standard_normal((3, 6)) + 3.0,
+        dims=("time", "x"),
+        coords={"time": np.arange(30)},
+        name="slp",
+    )
+    return sst, slp
+
+
+def _joint(*fields) -> np.ndarray:
+    return np.hstack([_centered(_matrix(f)) for f in fields])
+
+
+def test_dataarray_to_the_multivariate_svd_advice_uses_da_svd():
+    """multivariate.py: one DataArray to the multivariate SVD; `da.svd(...)` decomposes it."""
+    from xsvd.climate import multivariate
+
+    da, _ = _pair()
+    with pytest.raises(TypeError) as err:
+        multivariate.svd(da, 3, dim="time", center=True)
+    code = _code(str(err.value), "da.svd").replace("...", "k=3, dim='time', center=True")
+    res = eval(code, {"da": da})
+    np.testing.assert_allclose(res.S, _svals(_centered(_matrix(da)), 3), rtol=1e-8)
+
+
+def test_variables_with_other_default_dims_advice_passes_dim():
+    """multivariate.py: the variables' default sample dims differ; the advised dim= (the one
+    they share) gives the joint SVD."""
+    sst, slp = _pair()
+    ds = xr.Dataset({"sst": sst.transpose("lat", "time", "lon"), "slp": slp})
+    with pytest.raises(ValueError) as err:
+        ds.svd(k=3, center=True)
+    dim = eval(re.findall(r"dim=('\w+')", str(err.value))[0])
+    res = ds.svd(k=3, center=True, dim=dim)
+    np.testing.assert_allclose(res.S, _svals(_joint(sst, slp), 3), rtol=1e-8)
+
+
+@pytest.mark.parametrize("extra", ["no sample dim", "no feature dim"])
+def test_variable_without_a_dim_advice_drops_it(backend, extra):
+    """multivariate.py: a variable lacking the sample or the feature dims; the advised
+    `ds.drop_vars(...)` decomposes the others."""
+    sst, slp = _pair()
+    other = (
+        xr.DataArray(np.ones(3), dims="z")
+        if extra == "no sample dim"
+        else xr.DataArray(np.arange(30.0), dims="time")
+    )
+    ds = xr.Dataset({"slp": slp.copy(data=backend(slp.values)), "bad": other})
+    with pytest.raises(ValueError, match="'bad'") as err:
+        ds.svd(k=3, dim="time", center=True)
+    kept = eval(_code(str(err.value), "drop_vars"), {"ds": ds})
+    res = kept.svd(k=3, dim="time", center=True)
+    np.testing.assert_allclose(_host(backend, res.S), _svals(_joint(slp), 3), rtol=1e-8)
+
+
+def test_variable_without_features_advice_gives_it_one():
+    """multivariate.py: a time series as a variable; the advised `expand_dims('point')`
+    makes it one feature of the joint SVD."""
+    sst, _ = _pair()
+    series = xr.DataArray(np.sin(np.arange(30.0)) * 4.0, dims="time")
+    ds = xr.Dataset({"sst": sst, "nino": series})
+    with pytest.raises(ValueError, match="no features") as err:
+        ds.svd(k=3, dim="time", center=True)
+    code = _code(str(err.value), "expand_dims")
+    ds["nino"] = eval(code, {"ds": ds})
+    res = ds.svd(k=3, dim="time", center=True)
+    want = _svals(np.hstack([_joint(sst), _centered(series.values[:, None])]), 3)
+    np.testing.assert_allclose(res.S, want, rtol=1e-8)
+
+
+def test_weights_for_an_unknown_variable_advice_keys_them_by_name():
+    """multivariate.py: weights keyed by a name that is not a variable; the advised
+    `weights={'sst': xsvd.coslat_weights(ds['sst'])}` weights sst (slp: see the next)."""
+    sst, slp = _pair()
+    ds = xr.Dataset({"sst": sst})
+    with pytest.raises(ValueError, match="Key the weights by variable name") as err:
+        ds.svd(k=3, dim="time", center=True, weights={"temperature": None})
+    weights = eval(_code(str(err.value), "weights=")[len("weights=") :], {"xsvd": xsvd, "ds": ds})
+    res = ds.svd(k=3, dim="time", center=True, weights=weights)
+    w = np.repeat(np.sqrt(np.cos(np.deg2rad(sst.lat.values))), 5)
+    np.testing.assert_allclose(res.S, _svals(_joint(sst) * w, 3), rtol=1e-8)
+
+
+def test_weights_lacking_a_variable_advice_gives_it_none():
+    """multivariate.py: weights for sst only; `weights={**weights, 'slp': None}` leaves slp
+    unweighted beside the weighted sst."""
+    sst, slp = _pair()
+    ds = xr.Dataset({"sst": sst, "slp": slp})
+    weights = {"sst": xsvd.coslat_weights(sst)}
+    with pytest.raises(ValueError, match="no entry for the variable 'slp'") as err:
+        ds.svd(k=3, dim="time", center=True, weights=weights)
+    fixed = eval(_code(str(err.value), "**weights")[len("weights=") :], {"weights": weights})
+    res = ds.svd(k=3, dim="time", center=True, weights=fixed)
+    w = np.repeat(np.sqrt(np.cos(np.deg2rad(sst.lat.values))), 5)
+    np.testing.assert_allclose(
+        res.S, _svals(np.hstack([_joint(sst) * w, _joint(slp)]), 3), rtol=1e-8
+    )
+
+
+def test_dataset_of_coordinates_only_advice_makes_them_variables():
+    """multivariate.py: a Dataset with coordinates only; the advised
+    `xr.Dataset({'sst': sst, 'slp': slp})` is the joint SVD."""
+    sst, slp = _pair()
+    empty = xr.Dataset(coords={"sst": sst, "slp": slp})
+    with pytest.raises(ValueError, match="no data variables") as err:
+        empty.svd(k=3, dim="time", center=True)
+    ds = eval(_code(str(err.value), "xr.Dataset"), {"xr": xr, "sst": sst, "slp": slp})
+    res = ds.svd(k=3, dim="time", center=True)
+    np.testing.assert_allclose(res.S, _svals(_joint(sst, slp), 3), rtol=1e-8)
+
+
+@pytest.mark.parametrize("follow", ["select", "drop"])
+def test_text_variable_advice_selects_the_fields(follow):
+    """multivariate.py: a variable of text; selecting the fields (`ds[[...]]`) or dropping it
+    gives the joint SVD of the numbers."""
+    sst, slp = _pair()
+    labels = xr.DataArray(np.array([["a", "b"]] * 30), dims=("time", "q"))
+    ds = xr.Dataset({"sst": sst, "slp": slp, "station": labels})
+    with pytest.raises(TypeError, match="not numbers") as err:
+        ds.svd(k=3, dim="time", center=True)
+    kept = eval(_code(str(err.value), "ds[" if follow == "select" else "drop_vars"), {"ds": ds})
+    res = kept.svd(k=3, dim="time", center=True)
+    np.testing.assert_allclose(res.S, _svals(_joint(sst, slp), 3), rtol=1e-8)
+
+
+def test_same_named_feature_dims_advice_renames_one():
+    """multivariate.py: two fields with a 'lat' dim on other grids; the advised rename lets
+    each keep its grid."""
+    from xsvd.climate import multivariate
+
+    rng = np.random.default_rng(8)
+    a = xr.DataArray(
+        rng.standard_normal((30, 4)), dims=("time", "lat"), coords={"lat": [0.0, 1, 2, 3]}
+    )
+    b = xr.DataArray(
+        rng.standard_normal((30, 3)), dims=("time", "lat"), coords={"lat": [0.0, 2, 4]}
+    )
+    with pytest.raises(ValueError, match="Rename one") as err:
+        multivariate.svd({"a": a, "b": b}, 3, dim="time", center=True)
+    b = eval(_code(str(err.value), "rename"), {"a": a, "b": b})
+    res = multivariate.svd({"a": a, "b": b}, 3, dim="time", center=True)
+    np.testing.assert_allclose(res.S, _svals(_joint(a, b), 3), rtol=1e-8)
+
+
+# ------------------------------------------------------ climate/rotation.py: rotate()
+
+
+def _rank(x: np.ndarray, k: int) -> np.ndarray:
+    u, s, vt = np.linalg.svd(x, full_matrices=False)
+    return (u[:, :k] * s[:k]) @ vt[:k]
+
+
+def _rotated_truth(field: xr.DataArray, rotated, n: int) -> None:
+    """The n rotated components rebuild the rank-n approximation of the anomalies."""
+    x = _matrix(field)
+    got = _matrix(rotated.reconstruct(n)) - x.mean(axis=0)
+    np.testing.assert_allclose(got, _rank(_centered(x), n), atol=1e-9)
+
+
+def test_power_with_varimax_advice(backend):
+    """rotation.py: power= with varimax; method='promax', or leaving power out, rotates."""
+    field = _field(6)
+    res = _on(backend, field).svd.exact(dim="time", center=True)
+    with pytest.raises(ValueError, match="Pass method='promax' or leave out power"):
+        res.rotate(3, power=3)
+    _rotated_truth(field, res.rotate(3, method="promax", power=3).as_numpy(), 3)
+    _rotated_truth(field, res.rotate(3).as_numpy(), 3)
+
+
+def test_rotating_one_component_advice_takes_two(backend):
+    """rotation.py: n=1 is refused ("between 2 and k"); n=2 rotates the first two."""
+    field = _field(6)
+    res = _on(backend, field).svd.exact(dim="time", center=True)
+    with pytest.raises(ValueError, match=r"between 2 and \d+") as err:
+        res.rotate(1)
+    n = int(re.search(r"between (\d+) and", str(err.value))[1])
+    _rotated_truth(field, res.rotate(n).as_numpy(), n)
+
+
+def test_unconverged_varimax_advice_passes_a_larger_max_iter():
+    """rotation.py: max_iter=2 warns; a larger max_iter is silent and the default's rotation."""
+    field = _field(6)
+    res = field.svd.exact(dim="time", center=True)
+    with pytest.warns(RuntimeWarning, match="Pass a larger max_iter"):
+        res.rotate(5, max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        rotated = res.rotate(5, max_iter=200)
+    np.testing.assert_allclose(rotated.V, res.rotate(5).V, atol=1e-10)
+    _rotated_truth(field, rotated, 5)
+    loadings = rotated.V.values.reshape(-1, 5)  # varimax: more variance of squared loadings
+    before = res.V.values.reshape(-1, 20)[:, :5]
+    assert (loadings**2).var(axis=0).sum() > (before**2).var(axis=0).sum()
+
+
+def test_reconstruct_with_fewer_rotated_components_advice():
+    """rotation.py: reconstruct(2) of 3 rotated components; the advised
+    `res.unrotated.reconstruct(2)` is the rank-2 approximation."""
+    field = _field(6)
+    rotated = field.svd.exact(dim="time", center=True).rotate(3)
+    with pytest.raises(ValueError, match="unrotated") as err:
+        rotated.reconstruct(2)
+    rebuilt = eval(_code(str(err.value), "unrotated"), {"res": rotated})
+    x = _matrix(field)
+    np.testing.assert_allclose(_matrix(rebuilt) - x.mean(0), _rank(_centered(x), 2), atol=1e-9)
+
+
+# ------------------------------------------------------ climate/weights.py: coslat
+
+
+def _coslat(lat) -> np.ndarray:
+    return np.sqrt(np.cos(np.deg2rad(np.asarray(lat, dtype=float))))
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_coslat_without_a_known_latitude_advice_names_it(given):
+    """weights.py: a latitude coordinate the rules do not know (or lat= naming none): the
+    advised lat= gives sqrt(cos(latitude)), and the weighted SVD."""
+    field = _field().rename(lat="phi")
+    field.name = None
+    with pytest.raises(ValueError, match="lat=") as err:
+        xsvd.coslat_weights(field, lat="latitude") if given else xsvd.coslat_weights(field)
+    assert "None" not in str(err.value)  # it said "of None" for data without a name
+    w = xsvd.coslat_weights(field, lat="phi")
+    np.testing.assert_allclose(w, _coslat(field.phi), rtol=1e-12)
+    res = field.svd(k=3, dim="time", center=True, weights=w)
+    x = _centered(_matrix(field)) * np.repeat(_coslat(field.phi), 5)
+    np.testing.assert_allclose(res.S, _svals(x, 3), rtol=1e-8)
+
+
+def test_latitude_along_the_samples_advice_decomposes_along_time():
+    """weights.py: dim='lat' puts the latitudes among the samples; decomposing along time
+    (the advice) gives the weights of the grid cells."""
+    field = _field()
+    with pytest.raises(ValueError, match="e.g. time"):
+        xsvd.coslat_weights(field, dim="lat")
+    w = xsvd.coslat_weights(field, dim="time")
+    res = field.svd(k=3, dim="time", center=True, weights=w)
+    x = _centered(_matrix(field)) * np.repeat(_coslat(field.lat), 5)
+    np.testing.assert_allclose(res.S, _svals(x, 3), rtol=1e-8)
+
+
+# --------------------------------------------------------------- labeled/units.py: pint
+
+
+def _pint():
+    pint = pytest.importorskip("pint", reason='needs pint: pip install "xsvd[units]"')
+    pytest.importorskip("pint_xarray", reason='needs pint-xarray: pip install "xsvd[units]"')
+    return pint
+
+
+def test_unknown_units_attribute_with_quantified_weights_advice_quantifies():
+    """units.py: quantified weights and a units attribute pint does not know; the advised
+    `da.pint.quantify('K')` gives S in K times the weights' units."""
+    pint = _pint()
+    ureg = pint.get_application_registry()
+    field = _field()
+    field.attrs["units"] = "furlongz"  # not a unit pint knows
+    w = xr.DataArray(_coslat(field.lat), dims="lat").pint.quantify("m")
+    with pytest.raises(ValueError, match="not a unit pint knows") as err:
+        field.svd(k=3, dim="time", center=True, weights=w)
+    code = _code(str(err.value), "quantify")
+    da = eval(code, {"da": field})
+    res = da.svd(k=3, dim="time", center=True, weights=w)
+    x = _centered(_matrix(field)) * np.repeat(_coslat(field.lat), 5)
+    np.testing.assert_allclose(res.S.pint.magnitude, _svals(x, 3), rtol=1e-8)
+    assert res.S.pint.units == ureg.Unit("K * m")
+
+
+def test_new_data_without_units_advice_quantifies_them():
+    """units.py: a result of quantified data, plain new data; the advised
+    `new.pint.quantify(...)` gives the scores of the data (here the decomposed rows)."""
+    _pint()
+    field = _field().assign_attrs(units="K")
+    res = field.pint.quantify().svd(k=3, dim="time", center=True)
+    new = field.copy()
+    new.attrs = {}
+    with pytest.raises(ValueError, match="no units") as err:
+        res.project(new)
+    scores = res.project(eval(_code(str(err.value), "quantify"), {"new": new}))
+    np.testing.assert_allclose(scores, res.U, atol=1e-10)
+
+
+def test_quantified_new_data_for_a_plain_result_advice_dequantifies_them():
+    """units.py: a result of plain data, quantified new data (in mK); the advised
+    `new.pint.dequantify()` converts them to the decomposed data's K by their attribute."""
+    _pint()
+    field = _field().assign_attrs(units="K")
+    res = field.svd(k=3, dim="time", center=True)
+    new = field.pint.quantify().pint.to("mK")
+    with pytest.raises(ValueError, match="had no") as err:
+        res.project(new)
+    scores = res.project(eval(_code(str(err.value), "dequantify"), {"new": new}))
+    np.testing.assert_allclose(scores, res.U, atol=1e-10)

@@ -87,10 +87,11 @@ def coslat_weights(
     ('phi',)
     """
     name = getattr(data, "name", None)
+    name = "the data" if name is None else repr(name)
     if lat is not None:
         if lat not in data.coords:
             raise ValueError(
-                f"lat={lat!r} is not a coordinate of {name!r}, whose coordinates are "
+                f"lat={lat!r} is not a coordinate of {name}, whose coordinates are "
                 f"{list(data.coords)}; name the latitude coordinate with lat=."
             )
         found = [data.coords[lat]]
@@ -103,7 +104,7 @@ def coslat_weights(
     if not found:
         raise ValueError(
             f"coslat weights need a latitude coordinate (named lat or latitude, or with "
-            f"standard_name 'latitude' or units 'degrees_north'), but {name!r} has the "
+            f"standard_name 'latitude' or units 'degrees_north'), but {name} has the "
             f"coordinates {list(data.coords)}. Add one, or name it with lat=."
         )
     sample_dims = [dim] if isinstance(dim, str) else list(dim or [])
