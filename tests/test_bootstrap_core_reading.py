@@ -92,6 +92,7 @@ def test_magnitudes_of_any_size_on_every_backend(backend, scale, dtype):
     assert np.isnan(V[4]).all() and np.isfinite(np.delete(V, 4, axis=0)).all()
 
 
+@pytest.mark.filterwarnings("ignore:center=False")  # uncentered on purpose: the mean's share
 @pytest.mark.parametrize("center", [True, False])
 def test_stripes_of_samples_and_of_features_agree_with_the_truth(backend, center):
     """Both orientations (two reads per pass over stripes of samples, one over stripes of

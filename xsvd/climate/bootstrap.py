@@ -23,7 +23,7 @@ from ..core.options import (
     split_options,
     takes_options,
 )
-from ..labeled.api import labeled_matrix
+from ..labeled.api import labeled_matrix, warn_uncentered
 from ..labeled.base import Result, errors_part
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
@@ -210,10 +210,12 @@ def bootstrap(
         if start == 1:
             S.append(out.S[:1, ...])
             ratio.append(out.ratio[:1, ...])
-            original, U0, errors0 = out.V[0, ...], out.U0, out.errors[0, ...]
+            data = out.data
+            if not center and m > 1:  # one sample: nothing to center
+                warn_uncentered(data)
             turn = 1.0
         else:  # this batch's original may have other signs than the first's
-            same = xp.sum(_zero_nan(original) * _zero_nan(out.V[0, ...]), axis=0)
+            same = xp.sum(_zero_nan(data.V) * _zero_nan(out.V[0, ...]), axis=0)
             turn = _flips(same < 0)
         S.append(out.S[1:, ...])
         ratio.append(out.ratio[1:, ...])
@@ -225,7 +227,7 @@ def bootstrap(
     ones = xp.ones((1, k), dtype=xp.float64, device=backend.device(S))
     dots = xp.concat([ones, *dots])
     settings = _settings(opts, stop, batches, reader, center, ci)
-    parts = dict(S=S, ratio=ratio, dots=dots, original=original, U0=U0, Vs=Vs, errors=errors0)
+    parts = dict(S=S, ratio=ratio, dots=dots, data=data, Vs=Vs)
     parts = _parts(layout, reader.put(counts), parts, ci)
     record = {"settings": settings, "method": "bootstrap", "units": describe_units(units)}
     return BootstrapResult(parts, record)
@@ -299,7 +301,7 @@ def _quantiles(x, levels):
 
 def _parts(layout, counts, parts: dict, ci) -> dict:
     """The result's parts, labeled (their coordinates merged as a Dataset's)."""
-    S, dots, original = parts["S"], parts["dots"], parts["original"]
+    S, dots, original = parts["S"], parts["dots"], parts["data"].V
     xp = backend.api(S)
     k = S.shape[1]
     n = S.shape[0] - 1
@@ -309,7 +311,7 @@ def _parts(layout, counts, parts: dict, ci) -> dict:
     ones = xp.ones((1, k), dtype=xp.float64, device=backend.device(S))
     sign, _ = fix_signs(ones, _zero_nan(original))  # xsvd's sign rule: the signs it gives
     V = layout.label_features(original * sign, "V", {"long_name": "patterns of the data"})
-    U = layout.label_samples(parts["U0"] * sign, "U", {"long_name": "scores of the data"})
+    U = layout.label_samples(parts["data"].U * sign, "U", {"long_name": "scores of the data"})
     lo, hi = (1 - ci) / 2, (1 + ci) / 2
     congruence = xp.abs(dots[1:, ...])
 
@@ -344,7 +346,7 @@ def _parts(layout, counts, parts: dict, ci) -> dict:
         "U": U,
         "explained_variance_ratio_ci": interval(ratio[1:, ...]),
         "congruence_ci": interval(congruence),
-        "errors": errors_part(S0, parts["errors"]),
+        "errors": errors_part(S0, parts["data"].errors),
     }
     if parts["Vs"]:
         allV = xp.concat(parts["Vs"])  # replicates x features x k

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..core import backend
-from ..core.common import variance_ratio
+from ..core.common import Decomposition, variance_ratio
 from ..core.config import OPTIONS
 from ..core.missing import check_infinite, check_nan_counts
 from ..core.randomized.executors import Eager, Stepwise
@@ -97,8 +97,10 @@ class Batch:
     ``S`` (B, k) and ``errors`` (B, k, 3: the estimated errors of S, angle,
     residual) in the data's units, ``ratio`` (B, k): ``S**2 / ||B_c||_F**2``
     (NaN where that is 0), ``V`` (B or 1, features, k), ``dots`` (B, k): each
-    pattern's dot product with column 0's, ``U0`` (m, k) the data's sample-side
-    vectors, ``passes`` (the most of any replicate), ``stopped`` (why),
+    pattern's dot product with column 0's, ``data`` column 0's decomposition (the
+    core's :class:`~xsvd.core.common.Decomposition`: ``U`` the sample-side vectors, ``V``
+    the patterns, ``S``, ``errors``, sum of squares), ``passes`` (the most of any
+    replicate), ``stopped`` (why),
     ``bounds`` (whether the estimates are bounds,
     :func:`~xsvd.core.randomized.small.estimates_are_bounds`), ``reached`` (the largest
     relative error of any replicate, :func:`~xsvd.core.randomized.small.relative_errors`).
@@ -108,7 +110,7 @@ class Batch:
     ratio: object
     V: object
     dots: object
-    U0: object
+    data: Decomposition
     errors: object
     passes: int
     stopped: str
@@ -465,7 +467,10 @@ def run_batch(reads: Reads, C, start, k: int, stop: Stopping, center: bool, keep
     reached = float(backend.to_numpy(xp.max(reached)))
     # as the core decides; a space that fills the samples is exact (l - k < 10 only then)
     bounds = full or estimates_are_bounds(True, l - k, passes - 1)
-    return Batch(S, ratio, V, dots, U[0, ...], errors, passes, stopped, bounds, reached)
+    ss = total.total_ss
+    data = [x[0, ...] for x in (U, S, V, ss, errors, norm)]
+    data = Decomposition(*data[:3], None, data[3], None, "bootstrap", {}, *data[4:])
+    return Batch(S, ratio, V, dots, data, errors, passes, stopped, bounds, reached)
 
 
 def _stop_reason(bases: list, crosses: list, k: int, stop: Stopping) -> str | None:
