@@ -108,13 +108,11 @@ def verify(ds: xr.Dataset, expected: Mapping, source: str | None, explain=None) 
             continue
         if now != crc:
             gone = explain(name) if explain is not None else None
-            if gone:
-                problems.append(gone)
-            else:
-                problems.append(
-                    f"variable {name!r} does not hold the values it was written with "
-                    "(its checksum does not match)"
-                )
+            problems.append(
+                gone
+                or f"variable {name!r} does not hold the values it was written with "
+                "(its checksum does not match)"
+            )
     if problems:
         raise StoreReadError(_message(problems, source))
 
@@ -143,18 +141,21 @@ def check_values(ds: xr.Dataset, source: str | None, explain=None) -> None:
         # the store's listing first: a lost chunk reads as the fill value, which is
         # NaN or, in stores some zarr releases wrote, 0
         gone = explain(name) if explain is not None else None
-        if gone:
-            problems.append(gone)
-        elif isnan.any():
+        if gone or isnan.any():
             problems.append(
-                f"variable {name!r} holds NaN where a result has none (chunks were lost)"
+                gone or f"variable {name!r} holds NaN where a result has none (chunks were lost)"
             )
     if problems:
         raise StoreReadError(_message(problems, source))
 
 
+def listed(items: list, sep: str = ", ") -> str:
+    """The first ``SHOW`` of ``items`` joined by ``sep``, then ``...`` where there are more."""
+    return sep.join(map(str, items[:SHOW])) + (f"{sep}..." if len(items) > SHOW else "")
+
+
 def _message(problems: list[str], source: str | None) -> str:
-    shown = "; ".join(problems[:SHOW]) + ("; ..." if len(problems) > SHOW else "")
+    shown = listed(problems, "; ")
     where = "" if source is None else f" {source!r}"
     return (
         f"The saved result{where} is incomplete or corrupt: {shown}. Its values cannot "
@@ -189,7 +190,7 @@ def missing_chunks(path: str | os.PathLike, storage_options: dict | None, name: 
         return f"chunk {gone[0]} of {name!r} (its only chunk) is missing"
     if len(gone) == total:
         return f"all {total} chunks of {name!r} are missing"
-    shown = ", ".join(str(index) for index in gone[:SHOW]) + (", ..." if len(gone) > SHOW else "")
+    shown = listed(gone)
     if len(gone) == 1:
         return f"chunk {shown} of {name!r} is missing"
     return f"{len(gone)} of the {total} chunks of {name!r} are missing ({shown})"

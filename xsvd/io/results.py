@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -166,11 +167,7 @@ def result_from_dataset(ds: xr.Dataset, *, explain=None) -> SVDResult:
     source = ds.encoding.get("source")
     source = None if source is None else str(source)
     if explain is None and source is not None and os.path.isdir(source):  # opened lazily
-        path = source
-
-        def explain(name):
-            return contents.missing_chunks(path, None, name)
-
+        explain = partial(contents.missing_chunks, source, None)
     if ds.attrs.get("xsvd_result", "SVDResult") != "SVDResult":  # xsvd.io.parts' form
         from .parts import parts_from_dataset
 
@@ -295,10 +292,7 @@ def open_result(path: str | os.PathLike, *, storage_options: dict | None = None)
     else:
         ds = read_store(path, storage_options=storage_options)
         where = ds.encoding.get("source") or path  # a moved-aside store is read where it is
-
-        def explain(name):
-            return contents.missing_chunks(where, storage_options, name)
-
+        explain = partial(contents.missing_chunks, where, storage_options)
     if "xsvd_format" not in ds.attrs:
         raise ValueError(
             f"{text!r} is not a result written by xsvd (`res.to_zarr(path)` or "

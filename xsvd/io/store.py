@@ -206,10 +206,7 @@ def _checksummed(ds: xr.Dataset) -> xr.Dataset:
             fixed = var
             var = fixed.astype(object)
             var.encoding = dict(fixed.encoding)
-            if name in ds.indexes:
-                ds = ds.assign_coords({name: var.to_index_variable()})
-            else:
-                ds[name] = var
+            ds = _replaced(ds, name, var)
             var = ds.variables[name]
         encoding = {
             k: v
@@ -314,14 +311,17 @@ def _fixed_width_strings(ds: xr.Dataset) -> xr.Dataset:
     for name in texts:
         var = ds.variables[name]
         text = np.asarray(var.values).astype(object).astype(str)
-        fixed = xr.Variable(var.dims, text, var.attrs, var.encoding)
-        if name in ds.indexes:
-            ds = ds.assign_coords({name: fixed.to_index_variable()})
-        elif name in ds.coords:
-            ds = ds.assign_coords({name: fixed})
-        else:
-            ds[name] = fixed
+        ds = _replaced(ds, name, xr.Variable(var.dims, text, var.attrs, var.encoding))
     return ds
+
+
+def _replaced(ds: xr.Dataset, name, var: xr.Variable) -> xr.Dataset:
+    """``ds`` with its variable ``name`` (an index, another coordinate or data) now ``var``."""
+    if name in ds.indexes:
+        return ds.assign_coords({name: var.to_index_variable()})
+    if name in ds.coords:
+        return ds.assign_coords({name: var})
+    return ds.assign({name: var})
 
 
 def _is_text(var: xr.Variable) -> bool:

@@ -20,12 +20,14 @@ import os
 import uuid
 import warnings
 from collections.abc import Mapping
+from typing import Literal, get_args
 
 import numpy as np
 import xarray as xr
 
 from ..core import backend
 from ..core.config import OPTIONS
+from .contents import listed
 from .errors import MissingChunksWarning, StoreReadError, require_zarr
 
 __all__ = [
@@ -45,8 +47,8 @@ __all__ = [
 #: Storage chunks smaller than this are merged on read into Dask chunks of at
 #: most this size; larger ones are kept as they are (see :func:`plan_chunks`).
 TARGET_CHUNK_BYTES = 16 * 2**20
-#: Chunk indices named in the missing-chunks message.
-SHOW_MISSING = 5
+#: What :func:`open_zarr` does when storage chunks are missing (``missing_chunks=``).
+MissingChunks = Literal["warn", "error", "ignore"]
 
 
 def plan_chunks(
@@ -241,7 +243,7 @@ def open_zarr(
     *,
     chunks: dict | None = None,
     storage_options: dict | None = None,
-    missing_chunks: str = "warn",
+    missing_chunks: MissingChunks = "warn",
 ) -> xr.DataArray:
     """Open a variable of a Zarr store as a Dask-backed DataArray for streaming.
 
@@ -301,7 +303,7 @@ def open_zarr(
     (('variants', 'samples'), True)
     """
     require_zarr()
-    if missing_chunks not in ("warn", "error", "ignore"):
+    if missing_chunks not in get_args(MissingChunks):
         raise ValueError(
             f"missing_chunks must be 'warn', 'error' or 'ignore', got {missing_chunks!r}."
         )
@@ -466,9 +468,7 @@ def check_chunks(store, storage_options, variable: str, name: str, action: str):
         return None
     if not missing:
         return array
-    shown = ", ".join(str(index) for index in missing[:SHOW_MISSING])
-    if len(missing) > SHOW_MISSING:
-        shown += ", ..."
+    shown = listed(missing)
     fill = array.fill_value
     fill = fill.item() if isinstance(fill, np.generic) else fill
     kind = "shards" if array.shards else "storage chunks"
