@@ -228,27 +228,18 @@ class Embedding:
 
     def formed(self):
         """``E_c D`` in memory (N x L n, float64, where the data are), for ``method="exact"``."""
-        f, xp = self.field, self.field.xp
-        if backend.is_dask(f.data):
-            (B,) = backend.compute(f.centered())
-        else:
-            B = xp.concat([b for _, b in f.blocks()], axis=1)
-        tau, N = self.tau, self.N
+        B, tau, N = self.field.formed(), self.tau, self.N
         parts = [B[j * tau : j * tau + N, :] - self.on_data[j, :][None, :] for j in range(self.L)]
-        return xp.concat(parts, axis=1)
+        return self.field.xp.concat(parts, axis=1)
 
 
 def _window_sums(f: Field, R):
     """Per feature and window, on the host: the sums and sums of squares of ``(X - 1 m^T) D``
-    (n x L each, near 1 at any magnitude: ``D`` includes the field's power of two), one read
-    (a Dask field streams: the sums over its chunks)."""
-    Rd = f.here(R)
-    if backend.is_dask(f.data):
-        x = f.centered()
-        sums, squares = backend.compute(x.T @ Rd, (x**2).T @ Rd)
-    else:
-        sums = f.t_times(Rd)
-        squares = f.xp.concat([(b**2).T @ Rd for _, b in f.blocks()], axis=0)
+    (n x L each, near 1 at any magnitude: ``D`` includes the field's power of two), a read
+    each (a Dask field streams)."""
+    Rd, v = f.here(R), f.on_data
+    sums = f.t_times(Rd)
+    squares = f.read(Rd, transpose=True, mean=v.mean, scale=v.scale, power=2)
     return backend.to_numpy(sums), backend.to_numpy(squares)
 
 

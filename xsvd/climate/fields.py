@@ -45,7 +45,10 @@ from ..core.missing import (
     missing_rule,
 )
 from ..core.options import CompressedOptions, split_options
+from ..core.randomized.executors import Eager, Stepwise
 from ..core.randomized.magnitude import power_of_two_exponent, times_power_of_two
+from ..core.randomized.state import Summable
+from ..core.randomized.stripe import stripe_sub, sub_blocks
 from ..labeled import units as _units
 from ..labeled.layout import Layout
 from ..labeled.preprocess import constant_tolerance, feature_moments, weights_vector
@@ -54,7 +57,6 @@ __all__ = [
     "covariance_units",
     "Field",
     "prepare_field",
-    "product",
     "cross_products",
     "operator_options",
 ]
@@ -67,9 +69,11 @@ LAZY_BLOCK_VALUES = 1 << 23
 #: Largest magnitudes of the data (exponents of 2) multiplied as they are; beyond, a copy
 #: times a power of two is (float32: about 1e-30 to 1e30).
 DATA_RANGE = {np.dtype(np.float32): (-100, 100), np.dtype(np.float64): (-1000, 1000)}
-#: Values of each field per block of samples in :func:`cross_products` (~32 MiB of float64;
-#: measured on 2 cores, 2 x 3,000 x 16,200: 4 MiB blocks took 1.3x as long, 0.5 MiB 2.4x).
+#: Values of a field per sub-block that the kernels multiply (~32 MiB of float64; measured
+#: on 2 cores, 2 x 3,000 x 16,200: 4 MiB sub-blocks took 1.3x as long, 0.5 MiB 2.4x).
 ROW_BLOCK_VALUES = 1 << 22
+#: Per-stripe partial sums added per task over Dask stripes (few alive at once).
+SPLIT_EVERY = 2
 
 
 #: The analyses reading through :func:`prepare_field` take no ``missing=``.
@@ -146,7 +150,7 @@ class Field:
         """``B W`` (samples x l), one read: ``X (d W) - 1 (mu^T d W)``."""
         v = self.on_data
         dW = _float64(self.here(W)) * v.scale[:, None]
-        return product(self.data, dW, self.dtype) - v.mean @ dW
+        return self.read(dW) - v.mean @ dW
 
     def t_times(self, T, *, weighted: bool = True):
         """``B^T T`` (kept features x l), one read: ``d (X^T T - mu 1^T T)``.
@@ -155,9 +159,36 @@ class Field:
         """
         v = self.on_data
         T = _float64(self.here(T))
-        out = product(self.data.T, T, self.dtype)
+        out = self.read(T, transpose=True)
         out -= v.mean[:, None] * self.xp.sum(T, axis=0)[None, :]
         return out * v.scale[:, None] if weighted else out
+
+    def formed(self):
+        """``B`` in memory (samples x kept features, float64, where the data are), one read."""
+        v = self.on_data
+        by_features = self.executor().axis == 1
+        out = self.read(None, transpose=by_features, mean=v.mean, scale=v.scale)
+        return out.T if by_features else out
+
+    def executor(self):
+        """The core's executor over the data (:mod:`xsvd.core.randomized.executors`): at once
+        in memory; for Dask, one ``dask.compute`` per read, by stripes of samples, or of
+        features where the data are in one chunk along the samples and several along them."""
+        a = self.data
+        if not backend.is_dask(a):
+            return Eager(a, 0)
+        return Stepwise(a, 1 if a.numblocks[0] == 1 < a.numblocks[1] else 0, SPLIT_EVERY)
+
+    def read(self, M, *, transpose: bool = False, mean=None, scale=None, power: int = 1):
+        """``X M`` (``transpose``: ``X^T M``) in float64, one read through the core's
+        executor and stripes (:func:`_product`; ``M`` in the data's precision first); with
+        ``mean`` and ``scale``, of ``((X - 1 mean^T) diag(scale))**power`` in float64
+        instead of ``X`` (``M`` None: that matrix itself, or its transpose)."""
+        ex = self.executor()
+        dtype = np.dtype(np.float64 if mean is not None else self.dtype)
+        M = None if M is None else backend.astype(M, dtype, copy=False)
+        args = (M, ex.axis, transpose, dtype, mean, scale, power)
+        return _read(ex, _product, *args, summed=M is not None and (ex.axis == 0) == transpose)
 
     def column_blocks(self):
         """Slices of columns whose blocks (every sample) hold at most ``BLOCK_VALUES``
@@ -209,12 +240,6 @@ class Field:
         da.store(lazy, out, lock=False)
         return out
 
-    def centered(self):
-        """``B`` as a lazy Dask array (Dask data only)."""
-        v = self.on_data
-        x = self.data.astype(np.float64)
-        return (x - v.mean[None, :]) * v.scale[None, :]
-
     def full(self, values, fill=np.nan):
         """Kept-feature rows (kept x k) back on every feature of the layout, ``fill`` elsewhere
         (in the memory of the data)."""
@@ -246,15 +271,72 @@ def _float64(x):
     return backend.astype(x, np.float64, copy=False)
 
 
-def product(x, M, dtype=None):
-    """``x @ M`` in float64, in the memory of the data (``M`` cast to ``dtype`` first); a
-    Dask ``x`` is read once (computed here, an array of its chunks' type)."""
-    if dtype is not None:
-        M = backend.astype(M, dtype, copy=False)
-    out = x @ M
-    if backend.is_dask(out):
-        (out,) = backend.compute(out)
-    return _float64(out)
+def _read(ex, kernel, *args, summed: bool, items=None):
+    """``kernel(stripe, offset, *args)`` on every stripe of the executor ``ex`` (or on
+    ``items``), one read: the sum of the results (``summed``), else the results joined
+    along their first dimension, computed."""
+    parts = ex.map(
+        kernel, ex.stripes() if items is None else items, *args, per_stripe=(ex.offsets,)
+    )
+    if summed:
+        (total,) = ex.end_pass((ex.sum(parts),))
+        return total
+    (parts,) = ex.end_pass((parts,))
+    return parts[0] if len(parts) == 1 else backend.api(parts[0]).concat(list(parts), axis=0)
+
+
+def _product(blocks, offset, M, axis, transpose, dtype, mean, scale, power):
+    """A stripe's share of :meth:`Field.read`, a sub-block at a time (the core's
+    :func:`~xsvd.core.randomized.stripe.stripe_sub`: converted to ``dtype`` only there):
+    part of the sum where the product runs over the stripe's side, else its rows."""
+    summed = M is not None and (axis == 0) == transpose
+    other = sum(b.shape[1 - axis] for b in blocks)
+    total, pieces = None, []
+    for start, stop in sub_blocks(blocks[0].shape[axis], other, ROW_BLOCK_VALUES):
+        x = stripe_sub(blocks, axis, start, stop, dtype)
+        if mean is not None:
+            cols = slice(None) if axis == 0 else slice(offset + start, offset + stop)
+            x = ((x - mean[cols]) * scale[cols]) ** power
+        x = x.T if transpose else x
+        if M is not None:
+            x = _float64(x @ (M[offset + start : offset + stop, :] if summed else M))
+        if summed:
+            total = x if total is None else total + x
+        else:
+            pieces.append(x)
+    return total if summed else backend.api(pieces[0]).concat(pieces, axis=0)
+
+
+@dataclass
+class _Cross(Summable):
+    """A stripe of samples' share of :func:`cross_products`' sums."""
+
+    left: Any
+    right_sum: Any
+    right: Any
+    left_sum: Any
+
+
+def _cross(blocks, offset, split, dW, cW, dT, cT, left_dtype, right_dtype):
+    """A stripe of samples of both fields (the left's ``split`` blocks, then the right's):
+    ``(Xl^T Yr, 1^T Yr, Xr^T Yl, 1^T Yl)`` with ``Yr = Xr dW - 1 cW^T`` and ``Yl = Xl dT -
+    1 cT^T``, a sub-block of both at a time (each read once for both products)."""
+    left, right = blocks[:split], blocks[split:]
+    width = max(sum(b.shape[1] for b in side) for side in (left, right))
+    total = None
+    for start, stop in sub_blocks(blocks[0].shape[0], width, ROW_BLOCK_VALUES):
+        xl = stripe_sub(left, 0, start, stop, left_dtype)
+        xr_ = stripe_sub(right, 0, start, stop, right_dtype)
+        yr, yl = _float64(xr_ @ dW) - cW, _float64(xl @ dT) - cT
+        xp = backend.api(yr)
+        part = _Cross(
+            _float64(xl.T @ backend.astype(yr, left_dtype, copy=False)),
+            xp.sum(yr, axis=0),
+            _float64(xr_.T @ backend.astype(yl, right_dtype, copy=False)),
+            xp.sum(yl, axis=0),
+        )
+        total = part if total is None else total + part
+    return total
 
 
 def cross_products(fl: Field, fr: Field, W, T):
@@ -263,14 +345,15 @@ def cross_products(fl: Field, fr: Field, W, T):
     The fields share the samples: per block of samples ``i``, ``Br_i W`` and
     ``Bl_i T`` are formed and at once multiplied back, ``Bl_i^T (Br_i W)`` and
     ``Br_i^T (Bl_i T)``, so each block of each field is read once for both
-    products (in memory: blocks of ``ROW_BLOCK_VALUES`` values per field; Dask:
-    one graph for both, so each chunk of each field is produced once; chunks
-    along the samples keep it streaming, a field stored in one chunk along
-    the samples is held until the other's products are done). Centering and
-    weights are the rank-one and diagonal corrections of :meth:`Field.times`
-    and :meth:`Field.t_times`. ``W`` (right features x a) and ``T`` (left
-    features x b) may have no columns. The products are in the memory of the
-    data (``W`` and ``T`` are moved there).
+    products: the core's executor (:mod:`xsvd.core.randomized.executors`) maps
+    :func:`_cross` over stripes of samples of both fields side by side (Dask:
+    ``dask.array.concatenate``, one ``dask.compute``; chunks along the samples
+    keep it streaming, fields in one chunk along the samples are held during
+    the read), a sub-block of ``ROW_BLOCK_VALUES`` values per field at a time.
+    Centering and weights are the rank-one and diagonal corrections of
+    :meth:`Field.times` and :meth:`Field.t_times`. ``W`` (right features x a)
+    and ``T`` (left features x b) may have no columns. The products are in the
+    memory of the data (``W`` and ``T`` are moved there).
 
     Examples
     --------
@@ -286,53 +369,30 @@ def cross_products(fl: Field, fr: Field, W, T):
     True
     """
     vl, vr = fl.on_data, fr.on_data
-    W, T = _float64(fr.here(W)), _float64(fl.here(T))
-    dW, dT = W * vr.scale[:, None], T * vl.scale[:, None]
+    dW = _float64(fr.here(W)) * vr.scale[:, None]
+    dT = _float64(fl.here(T)) * vl.scale[:, None]
     cW, cT = vr.mean @ dW, vl.mean @ dT  # the rank-one parts of Br W and Bl T
-    dWc = backend.astype(dW, fr.dtype, copy=False)
-    dTc = backend.astype(dT, fl.dtype, copy=False)
+    dtypes = np.dtype(fl.dtype), np.dtype(fr.dtype)
+    dW, dT = (backend.astype(d, t, copy=False) for d, t in ((dW, dtypes[1]), (dT, dtypes[0])))
     if backend.is_dask(fl.data) or backend.is_dask(fr.data):
-        gl, sr, gr, sl = _lazy_cross(fl, fr, dWc, cW, dTc, cT)
+        import dask.array as da
+
+        rows = next(f.data.chunks[0] for f in (fl, fr) if backend.is_dask(f.data))
+        xl, xr_ = (
+            f.data if backend.is_dask(f.data) else da.from_array(f.data, chunks=(rows, -1))
+            for f in (fl, fr)
+        )
+        ex, items, split = (
+            Stepwise(da.concatenate([xl, xr_], axis=1), 0, SPLIT_EVERY),
+            None,
+            xl.numblocks[1],
+        )
     else:
-        xp = fl.xp
-        gl, gr = fl.zeros((fl.shape[1], W.shape[1])), fl.zeros((fr.shape[1], T.shape[1]))
-        sr, sl = fl.zeros((W.shape[1],)), fl.zeros((T.shape[1],))
-        m = fl.shape[0]
-        step = max(1, ROW_BLOCK_VALUES // max(fl.shape[1], fr.shape[1], 1))
-        for r in range(0, m, step):
-            rows = slice(r, min(m, r + step))
-            xl, xr_ = fl.data[rows, :], fr.data[rows, :]
-            if W.shape[1]:
-                yr = product(xr_, dWc) - cW
-                gl += product(xl.T, yr, fl.dtype)
-                sr += xp.sum(yr, axis=0)
-            if T.shape[1]:
-                yl = product(xl, dTc) - cT
-                gr += product(xr_.T, yl, fr.dtype)
-                sl += xp.sum(yl, axis=0)
-    CW = (gl - vl.mean[:, None] * sr[None, :]) * vl.scale[:, None]
-    CtT = (gr - vr.mean[:, None] * sl[None, :]) * vr.scale[:, None]
+        ex, items, split = Eager(fl.data, 0), [[fl.data, fr.data]], 1
+    s = _read(ex, _cross, split, dW, cW, dT, cT, *dtypes, summed=True, items=items)
+    CW = (s.left - vl.mean[:, None] * s.right_sum[None, :]) * vl.scale[:, None]
+    CtT = (s.right - vr.mean[:, None] * s.left_sum[None, :]) * vr.scale[:, None]
     return CW, CtT
-
-
-def _lazy_cross(fl: Field, fr: Field, dWc, cW, dTc, cT):
-    """The sums of :func:`cross_products` from one Dask graph: ``(Xl^T Yr, 1^T Yr, Xr^T Yl,
-    1^T Yl)`` with ``Yr = Xr dW - 1 cW^T`` and ``Yl = Xl dT - 1 cT^T``."""
-    import dask.array as da
-
-    rows = next(f.data.chunks[0] for f in (fl, fr) if backend.is_dask(f.data))
-    xl, xr_ = (
-        f.data if backend.is_dask(f.data) else da.from_array(f.data, chunks=(rows, -1))
-        for f in (fl, fr)
-    )
-    out = []
-    for x, other, d, c, dtype in ((xr_, xl, dWc, cW, fl.dtype), (xl, xr_, dTc, cT, fr.dtype)):
-        if d.shape[1] == 0:
-            out += [fl.zeros((other.shape[1], 0)), fl.zeros((0,))]
-            continue
-        y = (x @ d).astype(np.float64) - c[None, :]
-        out += [other.T @ y.astype(dtype), y.sum(axis=0)]
-    return tuple(_float64(p) for p in backend.compute(*out))
 
 
 def check_same_memory(fields: dict[str, Field]) -> None:

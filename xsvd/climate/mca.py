@@ -266,22 +266,10 @@ def _check_samples(left, right, fl: Field, fr: Field) -> None:
 
 def cross_covariance(fl: Field, fr: Field):
     """``C = Bl^T Br / (n - 1)``, formed (left features x right features, float64), in the
-    memory of the data (computed for Dask)."""
-    n = fl.shape[0]
-    if backend.is_dask(fl.data) or backend.is_dask(fr.data):
-        import dask.array as da
-
-        bl = fl.centered() if backend.is_dask(fl.data) else da.from_array(_formed(fl))
-        br = fr.centered() if backend.is_dask(fr.data) else da.from_array(_formed(fr))
-        (C,) = backend.compute(bl.T @ br)
-        return C / (n - 1)
-    br = _formed(fr)
-    C = fl.xp.concat([block.T @ br for _, block in fl.blocks()], axis=0)
-    return C / (n - 1)
-
-
-def _formed(f: Field):
-    return f.xp.concat([b for _, b in f.blocks()], axis=1)
+    memory of the data (computed for Dask): ``Br`` formed, then one read of the left."""
+    v = fl.on_data
+    C = fl.read(fr.formed(), transpose=True, mean=v.mean, scale=v.scale)
+    return C / (fl.shape[0] - 1)
 
 
 def covariance_norm(fl: Field, fr: Field) -> float:
