@@ -20,6 +20,7 @@ import pytest
 import xarray as xr
 
 import xsvd
+from conftest import matrix_with_spectrum
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -765,3 +766,249 @@ def test_quantified_new_data_for_a_plain_result_advice_dequantifies_them():
         res.project(new)
     scores = res.project(eval(_code(str(err.value), "dequantify"), {"new": new}))
     np.testing.assert_allclose(scores, res.U, atol=1e-10)
+
+
+# -------------------- core/missing.py (its NAN_ADVICE, INFINITE_ADVICE and option checks)
+
+
+def _with_gaps(field: xr.DataArray) -> xr.DataArray:
+    """``field`` with land (all-NaN cells) and two gaps at ocean cells."""
+    out = _land(field)
+    out[3, 1, 1] = np.nan
+    out[7, 2, 4] = np.nan
+    return out
+
+
+def _mean_filled(da: xr.DataArray) -> np.ndarray:
+    """The ocean columns of ``da``'s matrix, each gap at its column's mean."""
+    x = _matrix(da)
+    x = x[:, ~np.isnan(x).all(axis=0)]
+    return np.where(np.isnan(x), np.nanmean(x, axis=0), x)
+
+
+@pytest.mark.parametrize("given", ["missing='fill'", "negative_missing=True", "NaN"])
+def test_missing_advice_takes_the_feature_means(backend, given):
+    """missing.py: an unknown missing=, negative_missing=True with missing='error', and NaN
+    at some samples: `missing='mean'` decomposes the gaps at their feature's mean."""
+    field = _with_gaps(_field() + 100.0)  # no negative value: with negative_missing, missing
+    da = _on(backend, field)
+    kwargs = {"missing": "fill"} if given.startswith("missing") else {}
+    if given.startswith("negative"):
+        kwargs = {"negative_missing": True}
+    with pytest.raises((ValueError, xsvd.MissingValueError), match="missing='mean'") as err:
+        da.svd(k=3, dim="time", center=True, **kwargs).compute()
+    assert "missing='mean'" in str(err.value)
+    kwargs.pop("missing", None)
+    res = da.svd(k=3, dim="time", center=True, missing="mean", **kwargs)
+    x = _mean_filled(field)
+    np.testing.assert_allclose(_host(backend, res.S), _svals(_centered(x), 3), rtol=1e-8)
+
+
+def test_nan_advice_interpolate_fills_the_gaps(backend):
+    """missing.py: the advised `da.interpolate_na(dim)` fills the gaps; land stays out."""
+    field = _with_gaps(_field())
+    with pytest.raises(xsvd.MissingValueError) as err:
+        _on(backend, field).svd(k=3, dim="time", center=True).compute()
+    filled = eval(_code(str(err.value), "interpolate_na"), {"da": field, "dim": "time"})
+    res = _on(backend, filled).svd(k=3, dim="time", center=True)
+    x = _matrix(filled)
+    x = x[:, ~np.isnan(x).all(axis=0)]
+    np.testing.assert_allclose(_host(backend, res.S), _svals(_centered(x), 3), rtol=1e-8)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="advice to change in xsvd/core/missing.py (NAN_ADVICE): `da.dropna(...)` names no "
+    "call, and `da.dropna('time')` drops every sample where land is NaN; "
+    "`da.where(da.notnull().all(dim))` leaves the gappy features out as land",
+)
+def test_nan_advice_drop_leaves_the_gappy_features_out():
+    field = _with_gaps(_field())
+    with pytest.raises(xsvd.MissingValueError) as err:
+        field.svd(k=3, dim="time", center=True)
+    code = _code(str(err.value), "dropna").replace("...", "'time'")
+    res = eval(code, {"da": field, "dim": "time"}).svd(k=3, dim="time", center=True)
+    x = _matrix(field)
+    np.testing.assert_allclose(res.S, _svals(_centered(x[:, ~np.isnan(x).any(0)]), 3))
+
+
+def test_infinite_values_advice_makes_them_nan_then_means(backend):
+    """missing.py: inf in the data; `da.where(np.isfinite(da))` then `missing='mean'`."""
+    field = _field()
+    bad = field.copy()
+    bad[3, 1, 1] = np.inf
+    bad[9, 0, 0] = -np.inf
+    with pytest.raises(xsvd.InfiniteValueError) as err:
+        _on(backend, bad).svd(k=3, dim="time", center=True).compute()
+    replaced = eval(_code(str(err.value), "isfinite"), {"da": bad, "np": np})
+    res = _on(backend, replaced).svd(k=3, dim="time", center=True, missing="mean")
+    np.testing.assert_allclose(
+        _host(backend, res.S), _svals(_centered(_mean_filled(replaced)), 3), rtol=1e-8
+    )
+
+
+# ----------------------------------- labeled/preprocess.py, labeled/api.py (weights, method)
+
+
+def test_weights_as_a_plain_array_advice_uses_coslat_weights(backend):
+    """preprocess.py: NumPy weights are refused; the advised `xsvd.coslat_weights(da)`."""
+    field = _field()
+    da = _on(backend, field)
+    with pytest.raises(TypeError, match="coslat_weights") as err:
+        da.svd(k=3, dim="time", center=True, weights=np.ones(4))
+    w = eval(_code(str(err.value), "coslat_weights"), {"xsvd": xsvd, "da": da})
+    res = da.svd(k=3, dim="time", center=True, weights=w)
+    x = _centered(_matrix(field)) * np.repeat(_coslat(field.lat), 5)
+    np.testing.assert_allclose(_host(backend, res.S), _svals(x, 3), rtol=1e-8)
+
+
+@pytest.mark.parametrize("follow", ["reindex", "assign_coords"])
+def test_weights_on_other_labels_advice(follow):
+    """preprocess.py: weights on latitudes that differ by rounding; `w.assign_coords(...)`
+    puts them on the data's labels; `w.reindex(...)` leaves the unmatched latitude out
+    (NaN weight: refused) unless the labels match, so it is followed on matching labels."""
+    field = _field()
+    values = np.array([0.5, 1.0, 1.5, 2.0])
+    w = xr.DataArray(values, dims="lat", coords={"lat": field.lat.values + [1e-9, 0, 0, 0]})
+    with pytest.raises(ValueError, match="does not match the data's") as err:
+        field.svd(k=3, dim="time", center=True, weights=w)
+    code = _code(str(err.value), follow)
+    if follow == "reindex":  # for weights over more latitudes than the data
+        w = xr.DataArray(
+            np.r_[values, 9.0], dims="lat", coords={"lat": np.r_[field.lat.values, 89.0]}
+        )
+    fixed = eval(code, {"w": w, "da": field})
+    res = field.svd(k=3, dim="time", center=True, weights=fixed)
+    x = _centered(_matrix(field)) * np.repeat(values, 5)
+    np.testing.assert_allclose(res.S, _svals(x, 3), rtol=1e-8)
+
+
+def test_standardize_of_tiny_values_advice_scales_them_up():
+    """preprocess.py: standard deviations whose reciprocals overflow; the advised
+    `da * 1e300` gives the decomposition of the standardized data."""
+    field = _field()
+    tiny = field * 1e-312
+    with pytest.raises(ValueError, match="Scale the data up first") as err:
+        tiny.svd(k=3, dim="time", center=True, standardize=True)
+    res = eval(_code(str(err.value), "1e300"), {"da": tiny}).svd(
+        k=3, dim="time", center=True, standardize=True
+    )
+    x = _centered(_matrix(field))
+    np.testing.assert_allclose(res.S, _svals(x / x.std(axis=0), 3), rtol=1e-6)
+
+
+@pytest.mark.parametrize("follow", ["drop", "compressed"])
+def test_compressed_options_for_the_exact_svd_advice(backend, follow):
+    """api.py: n_power_iter with method='exact'; dropping it or `method='compressed'`."""
+    x = _matrix(_field())
+    da = xr.DataArray(backend(x), dims=("time", "cell"))
+    with pytest.raises(ValueError, match="Drop it or pass `method='compressed'`"):
+        da.svd(k=3, dim="time", center=True, method="exact", n_power_iter=4)
+    if follow == "drop":
+        res = da.svd(k=3, dim="time", center=True, method="exact")
+    else:
+        res = da.svd(k=3, dim="time", center=True, method="compressed", n_power_iter=4, seed=0)
+    np.testing.assert_allclose(_host(backend, res.S), _svals(_centered(x), 3), rtol=1e-6)
+
+
+@pytest.mark.parametrize("follow", ["k", pytest.param("exact", marks=pytest.mark.slow)])
+def test_large_matrix_without_k_advice(follow):
+    """api.py: both sides above 1,000 and no k; `da.svd(k=10)` or `method='exact'`."""
+    s = np.r_[np.geomspace(100.0, 1.0, 12), np.full(8, 0.01)]
+    x = matrix_with_spectrum(s, 1001, 1002, seed=9)  # rank 20: its singular values are s
+    da = xr.DataArray(x, dims=("time", "cell"))
+    with pytest.raises(ValueError, match="are large") as err:
+        da.svd()  # refused before any read
+    if follow == "k":
+        res = eval(_code(str(err.value), "svd(k="), {"da": da})
+    else:
+        res = eval("da.svd(" + _code(str(err.value), "method=") + ")", {"da": da})
+    np.testing.assert_allclose(res.S[:10], s[:10], rtol=1e-6)
+
+
+# ------------------------------------------------------- core/options.py, solver, plan
+
+
+def test_boolean_count_advice_passes_a_number(backend):
+    """options.py: n_power_iter=True; the advised `n_power_iter=3` runs three passes."""
+    x = _matrix(_field())
+    da = xr.DataArray(backend(x), dims=("time", "cell"))
+    with pytest.raises(TypeError, match="pass a number") as err:
+        da.svd(k=3, dim="time", center=True, method="compressed", n_power_iter=True)
+    option = eval("dict(" + re.search(r"e\.g\. (n_power_iter=\d+)", str(err.value))[1] + ")")
+    res = da.svd(k=3, dim="time", center=True, method="compressed", seed=0, **option)
+    np.testing.assert_allclose(_host(backend, res.S), _svals(_centered(x), 3), rtol=1e-6)
+
+
+@pytest.mark.parametrize("keep", ["n_power_iter", "tol"])
+def test_n_power_iter_and_tol_advice_keeps_one(backend, keep):
+    """options.py: n_power_iter and tol together; either one alone runs and converges."""
+    x = _matrix(_field())
+    da = xr.DataArray(backend(x), dims=("time", "cell"))
+    with pytest.raises(ValueError, match="not both"):
+        da.svd(k=3, dim="time", center=True, method="compressed", n_power_iter=4, tol=1e-6)
+    option = {"n_power_iter": 4} if keep == "n_power_iter" else {"tol": 1e-6}
+    res = da.svd(k=3, dim="time", center=True, method="compressed", seed=0, **option)
+    np.testing.assert_allclose(_host(backend, res.S), _svals(_centered(x), 3), rtol=1e-6)
+
+
+def test_tol_out_of_range_advice_takes_the_example(backend):
+    """options.py: tol=2; the example `1e-3` runs: the estimated errors below it."""
+    x = _matrix(_field())
+    da = xr.DataArray(backend(x), dims=("time", "cell"))
+    with pytest.raises(ValueError, match="between 0 and 1, e.g. 1e-3") as err:
+        da.svd(k=3, dim="time", center=True, method="compressed", tol=2)
+    tol = float(re.search(r"e\.g\. ([0-9.e-]+),", str(err.value))[1])
+    res = da.svd(k=3, dim="time", center=True, method="compressed", seed=0, tol=tol)
+    np.testing.assert_allclose(_host(backend, res.S), _svals(_centered(x), 3), rtol=tol)
+
+
+def test_tol_with_a_lazy_result_advice_computes(backend):
+    """options.py: tol with compute=False; compute=True gives the converged values."""
+    if not backend.lazy:
+        pytest.skip("compute=False is about Dask data")
+    x = _matrix(_field())
+    da = xr.DataArray(backend(x), dims=("time", "cell"))
+    with pytest.raises(ValueError, match="pass compute=True"):
+        da.svd(k=3, dim="time", center=True, method="compressed", tol=1e-6, compute=False)
+    res = da.svd(k=3, dim="time", center=True, method="compressed", tol=1e-6, compute=True)
+    np.testing.assert_allclose(_host(backend, res.S), _svals(_centered(x), 3), rtol=1e-6)
+
+
+def test_max_passes_without_tol_advice_passes_tol(backend):
+    """options.py: max_passes alone; with tol too it runs and converges."""
+    x = _matrix(_field())
+    da = xr.DataArray(backend(x), dims=("time", "cell"))
+    with pytest.raises(ValueError, match="pass tol too"):
+        da.svd(k=3, dim="time", center=True, method="compressed", max_passes=8)
+    res = da.svd(k=3, dim="time", center=True, method="compressed", max_passes=8, tol=1e-6)
+    np.testing.assert_allclose(_host(backend, res.S), _svals(_centered(x), 3), rtol=1e-6)
+    assert res.settings["passes"] <= 8
+
+
+def test_rough_estimates_warning_advice_keeps_krylov():
+    """solver.py: krylov=False warns that res.errors are not bounds; with the advised
+    krylov=True and n_oversamples at the default they are (and the values are right)."""
+    x = _matrix(_field())
+    da = xr.DataArray(x, dims=("time", "cell"))
+    with pytest.warns(RuntimeWarning, match="keep krylov=True"):
+        da.svd(k=3, dim="time", center=True, method="compressed", krylov=False, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = da.svd(k=3, dim="time", center=True, method="compressed", krylov=True, seed=0)
+    assert res.settings["krylov"] is True and res.settings["n_oversamples"] >= 10
+    np.testing.assert_allclose(res.S, _svals(_centered(x), 3), rtol=1e-6)
+
+
+def test_exact_is_cheaper_warning_advice_takes_the_exact_svd():
+    """plan.py: k of a third of the short side warns before any read; the advised
+    method='exact' gives the singular values."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((20000, 53))  # over 2**20 values: a size where it is said
+    da = xr.DataArray(x, dims=("time", "cell"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # raised before any read
+        with pytest.raises(UserWarning, match="method='exact'"):
+            da.svd(k=18, dim="time", method="compressed")
+        res = da.svd(k=18, dim="time", method="exact")
+    np.testing.assert_allclose(res.S, _svals(x, 18), rtol=1e-10)
