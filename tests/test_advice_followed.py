@@ -18,9 +18,9 @@ import warnings
 import numpy as np
 import pytest
 import xarray as xr
+from conftest import matrix_with_spectrum
 
 import xsvd
-from conftest import matrix_with_spectrum
 
 # ----------------------------------------------------------------------------- helpers
 
