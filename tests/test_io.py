@@ -499,6 +499,23 @@ def test_flipped_byte_is_an_error_on_reading(tmp_path, variable):
         xsvd.open_result(path)
 
 
+def test_every_variable_is_checksummed_after_text_ones(tmp_path):
+    """Text coordinates (sample names) are rewritten before the codecs are set: the
+    variables after them keep their CRC-32C too (they lost it, a stale variable)."""
+    ds = xr.Dataset(
+        {"txt": ("x", np.array(["a", "b"])), "a": ("x", [1.0, 2.0]), "b": ("y", [3.0])},
+        coords={"x": np.array(["p", "q"]), "lab": ("x", np.array(["u", "v"])), "y": [0]},
+    )
+    xsvd.io.write_store(ds, tmp_path / "d.zarr")
+    gt = xsvd.datasets.genotypes(300, 20, seed=1)
+    gt.svd(k=2, dim="samples", center=True).to_zarr(tmp_path / "r.zarr")
+    for store, names in (("d.zarr", ds.variables), ("r.zarr", ("U", "S", "V", "samples"))):
+        for name in names:
+            meta = json.loads((tmp_path / store / name / "zarr.json").read_text())
+            assert {"name": "crc32c"} in meta["codecs"], (store, name)
+    xr.testing.assert_identical(xsvd.io.read_store(tmp_path / "d.zarr"), ds)
+
+
 def test_saving_and_reading_results_do_not_warn(tmp_path):
     _, res = _result()
     with warnings.catch_warnings():

@@ -203,18 +203,17 @@ def _checksummed(ds: xr.Dataset) -> xr.Dataset:
     ds = ds.copy()
     for name, var in list(ds.variables.items()):
         if var.dtype.kind == "U":
-            fixed = var
-            var = fixed.astype(object)
-            var.encoding = dict(fixed.encoding)
-            ds = _replaced(ds, name, var)
-            var = ds.variables[name]
+            text = var.astype(object)
+            text.encoding = dict(var.encoding)
+            ds = _replaced(ds, name, text)
+    # the variables of the Dataset as it now is: a replacement copies the others
+    for var in ds.variables.values():
         encoding = {
             k: v
             for k, v in var.encoding.items()
             if k not in ("compressor", "compressors", "filters", "serializer", "shards")
         }
-        encoding["compressors"] = (ZstdCodec(), Crc32cCodec())
-        var.encoding = encoding
+        var.encoding = {**encoding, "compressors": (ZstdCodec(), Crc32cCodec())}
     return ds
 
 
