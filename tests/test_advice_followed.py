@@ -1012,3 +1012,181 @@ def test_exact_is_cheaper_warning_advice_takes_the_exact_svd():
             da.svd(k=18, dim="time", method="compressed")
         res = da.svd(k=18, dim="time", method="exact")
     np.testing.assert_allclose(res.S, _svals(x, 18), rtol=1e-10)
+
+
+# ----------------------- climate/fields.py, mca.py, hilbert.py, analytic_field.py, extended.py
+
+
+def _coupled(seed: int = 11):
+    """Two fields over 40 times that share three modes: left (time, x), right (time, y)."""
+    rng = np.random.default_rng(seed)
+    common = rng.standard_normal((40, 3)) * [3.0, 1.5, 0.7]
+    left = common @ rng.standard_normal((3, 7)) + rng.standard_normal((40, 7))
+    right = common @ rng.standard_normal((3, 5)) + rng.standard_normal((40, 5))
+    coords = {"time": np.arange(40)}
+    return (
+        xr.DataArray(left, dims=("time", "x"), coords=coords),
+        xr.DataArray(right, dims=("time", "y"), coords=coords),
+    )
+
+
+def _mca_truth(left: np.ndarray, right: np.ndarray, k: int) -> np.ndarray:
+    return _svals(_centered(left).T @ _centered(right) / (len(left) - 1), k)
+
+
+def test_mca_dtype_advice_converts_the_data(backend):
+    """fields.py: mca(dtype='float32') is refused; the advised `da.astype('float32')` of
+    both fields gives the MCA in float32."""
+    left, right = _coupled()
+    with pytest.raises(ValueError) as err:
+        xsvd.mca(_on(backend, left), _on(backend, right), 3, dtype="float32")
+    code = _code(str(err.value), "astype")
+    if backend.name == "strict":  # its arrays take only its own dtypes, not names
+        code = code.replace("'float32'", "array_api_strict.float32")
+    scope = {"array_api_strict": pytest.importorskip("array_api_strict")}
+    l32, r32 = (eval(code, {**scope, "da": _on(backend, f)}) for f in (left, right))
+    assert "float32" in str(l32.dtype)
+    res = xsvd.mca(l32, r32, 3, seed=0)
+    got = _host(backend, res.singular_values)
+    np.testing.assert_allclose(got, _mca_truth(left.values, right.values, 3), rtol=1e-4)
+
+
+@pytest.mark.parametrize("follow", ["drop", "compressed"])
+def test_mca_compressed_options_for_exact_advice(backend, follow):
+    """fields.py: n_power_iter with method='exact'; drop it, or `method='compressed'`."""
+    left, right = _coupled()
+    fields = (_on(backend, left), _on(backend, right))
+    with pytest.raises(ValueError, match="Drop it or pass `method='compressed'`"):
+        xsvd.mca(*fields, 3, method="exact", n_power_iter=4)
+    if follow == "drop":
+        res = xsvd.mca(*fields, 3, method="exact")
+    else:
+        res = xsvd.mca(*fields, 3, method="compressed", n_power_iter=4, seed=0)
+    want = _mca_truth(left.values, right.values, 3)
+    np.testing.assert_allclose(_host(backend, res.singular_values), want, rtol=1e-8)
+
+
+def test_mca_krylov_false_advice_drops_it(backend):
+    """fields.py: krylov=False is refused by mca(); dropped, the MCA is right."""
+    left, right = _coupled()
+    fields = (_on(backend, left), _on(backend, right))
+    with pytest.raises(ValueError, match="Drop krylov=False"):
+        xsvd.mca(*fields, 3, krylov=False)
+    res = xsvd.mca(*fields, 3, seed=0)
+    want = _mca_truth(left.values, right.values, 3)
+    np.testing.assert_allclose(_host(backend, res.singular_values), want, rtol=1e-8)
+
+
+def test_mca_gaps_advice_interpolates(backend):
+    """fields.py: NaN at some samples of the left field; the advised
+    `da.interpolate_na(dim)` fills them, and the MCA is the filled fields'."""
+    left, right = _coupled()
+    gappy = left.copy()
+    gappy[5, 2] = np.nan
+    with pytest.raises(xsvd.MissingValueError) as err:
+        xsvd.mca(_on(backend, gappy), _on(backend, right), 3).compute()
+    filled = eval(_code(str(err.value), "interpolate_na"), {"da": gappy, "dim": "time"})
+    res = xsvd.mca(_on(backend, filled), _on(backend, right), 3, seed=0)
+    want = _mca_truth(filled.values, right.values, 3)
+    np.testing.assert_allclose(_host(backend, res.singular_values), want, rtol=1e-8)
+
+
+def test_mca_fields_in_two_memories_advice_moves_them_to_the_host(backend):
+    """fields.py: the left field on the device, the right on the host; the advised
+    `left.as_numpy()` puts both on the host (CuPy: xarray's as_numpy copies to the host;
+    array-api-strict's device refuses np.asarray, so xarray cannot there: reported)."""
+    if backend.lazy or backend.name == "numpy":
+        pytest.skip("two memories need a device")
+    if backend.name == "strict":
+        pytest.xfail("xarray's as_numpy cannot copy array-api-strict arrays to the host")
+    left, right = _coupled()
+    on_device = _on(backend, left)
+    with pytest.raises(ValueError, match="different memories") as err:
+        xsvd.mca(on_device, right, 3)
+    moved = eval(_code(str(err.value), "left.as_numpy"), {"left": on_device})
+    res = xsvd.mca(moved, right, 3, seed=0)
+    np.testing.assert_allclose(
+        res.singular_values, _mca_truth(left.values, right.values, 3), rtol=1e-8
+    )
+
+
+def _hilbert_truth(x: np.ndarray, k: int) -> np.ndarray:
+    """Singular values of the analytic signal of the centered columns (periodic)."""
+    signal = pytest.importorskip("scipy.signal")
+    keep = ~np.isnan(x).all(axis=0)
+    z = signal.hilbert(_centered(x[:, keep]), axis=0)
+    return np.linalg.svd(z, compute_uv=False)[:k]
+
+
+@pytest.mark.parametrize("option", ["n_power_iter", "krylov", "dtype"])
+def test_hilbert_compressed_options_for_exact_advice(backend, option):
+    """hilbert.py: a compressed-only option with the exact solver; dropping it or
+    `method='compressed'` gives the Hilbert EOFs."""
+    left, _ = _coupled()
+    da = _on(backend, left)
+    value = {"n_power_iter": 4, "krylov": True, "dtype": "float64"}[option]
+    with pytest.raises(ValueError, match="pass `method='compressed'`"):
+        xsvd.hilbert_eof(da, 3, padding="none", method="exact", **{option: value})
+    want = _hilbert_truth(left.values, 3)
+    res = xsvd.hilbert_eof(da, 3, padding="none", method="exact")
+    np.testing.assert_allclose(_host(backend, res.singular_values), want, rtol=1e-8)
+    res = xsvd.hilbert_eof(da, 3, padding="none", method="compressed", seed=0, **{option: value})
+    np.testing.assert_allclose(_host(backend, res.singular_values), want, rtol=1e-6)
+
+
+def test_hilbert_compressed_without_k_advice_passes_k(backend):
+    """hilbert.py: method='compressed' without k; `k=` runs."""
+    left, _ = _coupled()
+    da = _on(backend, left)
+    with pytest.raises(ValueError, match="pass `k=`"):
+        xsvd.hilbert_eof(da, padding="none", method="compressed")
+    res = xsvd.hilbert_eof(da, k=3, padding="none", method="compressed", seed=0)
+    np.testing.assert_allclose(
+        _host(backend, res.singular_values), _hilbert_truth(left.values, 3), rtol=1e-6
+    )
+
+
+def test_hilbert_k_above_the_ocean_features_advice(backend):
+    """hilbert.py: k above the features that are not all-NaN; the advised k <= them."""
+    left, _ = _coupled()
+    left[:, 5:] = np.nan  # land
+    da = _on(backend, left)
+    with pytest.raises(ValueError, match=r"pass k <= \d+") as err:
+        xsvd.hilbert_eof(da, 6, padding="none", method="exact")
+    k = int(re.search(r"pass k <= (\d+)", str(err.value))[1])
+    res = xsvd.hilbert_eof(da, k, padding="none", method="exact")
+    np.testing.assert_allclose(
+        _host(backend, res.singular_values), _hilbert_truth(left.values, k), rtol=1e-8
+    )
+
+
+@pytest.mark.parametrize("follow", ["interpolate_na", "fillna"])
+def test_hilbert_gaps_advice_fills_them(backend, follow):
+    """analytic_field.py: NaN at some samples; `da.interpolate_na('time')`, or
+    `da.fillna(0)` on anomalies, gives the Hilbert EOFs of the filled field."""
+    left, _ = _coupled()
+    anomalies = left - left.mean("time")
+    gappy = anomalies.copy()
+    gappy[5, 2] = np.nan
+    with pytest.raises(xsvd.MissingValueError) as err:
+        xsvd.hilbert_eof(_on(backend, gappy), 3, padding="none")
+    filled = eval(_code(str(err.value), follow), {"da": gappy})
+    res = xsvd.hilbert_eof(_on(backend, filled), 3, padding="none", method="exact")
+    np.testing.assert_allclose(
+        _host(backend, res.singular_values), _hilbert_truth(filled.values, 3), rtol=1e-8
+    )
+
+
+def test_extended_eof_embedding_too_long_advice_uses_fewer_lags(backend):
+    """extended.py: embedding longer than the record; fewer lags give the EOFs of the
+    lagged matrix."""
+    left, _ = _coupled()
+    da = _on(backend, left)
+    with pytest.raises(ValueError, match="Use fewer lags"):
+        xsvd.extended_eof(da, 3, embedding=40)
+    res = xsvd.extended_eof(da, 3, embedding=4, method="exact")
+    x = left.values
+    lagged = np.hstack([x[j : j + 37] for j in range(4)])
+    np.testing.assert_allclose(
+        _host(backend, res.singular_values), _svals(_centered(lagged), 3), rtol=1e-8
+    )
