@@ -1190,3 +1190,106 @@ def test_extended_eof_embedding_too_long_advice_uses_fewer_lags(backend):
     np.testing.assert_allclose(
         _host(backend, res.singular_values), _svals(_centered(lagged), 3), rtol=1e-8
     )
+
+
+# --------------------------------------------------------- climate/bootstrap.py, resampling.py
+
+
+def _boot_field():
+    left, _ = _coupled(12)
+    return left
+
+
+@pytest.mark.parametrize("option", [{"dtype": "float32"}, {"krylov": False}])
+def test_bootstrap_option_advice_leaves_it_out(backend, option):
+    """bootstrap.py: dtype= and krylov=False are refused; left out, the data's S is right."""
+    field = _boot_field()
+    da = _on(backend, field)
+    with pytest.raises(ValueError, match="Leave out"):
+        xsvd.bootstrap(da, 3, 8, seed=0, **option)
+    res = xsvd.bootstrap(da, 3, 8, seed=0)
+    np.testing.assert_allclose(_host(backend, res.S), _svals(_centered(field.values), 3), rtol=1e-8)
+
+
+def test_bootstrap_ci_advice_takes_a_fraction():
+    """bootstrap.py: ci=95 is refused; the example 0.95 gives the 2.5 and 97.5 percentiles
+    of the replicates' explained variance ratios."""
+    field = _boot_field()
+    with pytest.raises(ValueError, match="e.g. 0.95") as err:
+        xsvd.bootstrap(field, 3, 20, seed=0, ci=95)
+    ci = float(re.search(r"e\.g\. ([0-9.]+)", str(err.value))[1])
+    res = xsvd.bootstrap(field, 3, 20, seed=0, ci=ci)
+    reps = res.replicate_explained_variance_ratio.transpose("replicate", "component").values
+    bounds = res.explained_variance_ratio_ci.values
+    want = np.percentile(reps, [2.5, 97.5], axis=0)
+    np.testing.assert_allclose(np.sort(bounds.reshape(-1)), np.sort(want.reshape(-1)), rtol=1e-10)
+
+
+def test_bootstrap_unconverged_advice_leaves_out_n_power_iter():
+    """bootstrap.py: n_power_iter=0 leaves the replicates unconverged (a warning); left
+    out, the passes stop converged, silently, with the data's S right."""
+    field = _boot_field()
+    with pytest.warns(RuntimeWarning, match="Leave out n_power_iter"):
+        xsvd.bootstrap(field, 3, 8, seed=0, n_power_iter=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = xsvd.bootstrap(field, 3, 8, seed=0)
+    np.testing.assert_allclose(res.S, _svals(_centered(field.values), 3), rtol=1e-8)
+
+
+def test_bootstrap_replicate_patterns_advice_keeps_them():
+    """bootstrap.py: replicate_V without keep_patterns; the advised keep_patterns=True
+    keeps each replicate's patterns, each the SVD of its resampled rows."""
+    field = _boot_field()
+    res = xsvd.bootstrap(field, 3, 6, seed=0)
+    with pytest.raises(AttributeError, match="keep_patterns=True"):
+        res.replicate_V
+    kept = xsvd.bootstrap(field, 3, 6, seed=0, keep_patterns=True)
+    V = kept.replicate_V.transpose("replicate", "x", "component").values
+    S = kept.replicate_singular_values.transpose("replicate", "component").values
+    x = field.values
+    for r in range(6):  # each replicate's patterns: unit, and with its S a rank-3 truth
+        np.testing.assert_allclose(V[r].T @ V[r], np.eye(3), atol=1e-8)
+    counts = kept.counts.transpose("replicate", "time").values  # draws of each sample
+    for r in range(6):
+        rows = np.repeat(x, counts[r].astype(int), axis=0)
+        np.testing.assert_allclose(S[r], _svals(_centered(rows), 3), rtol=1e-6)
+
+
+def test_bootstrap_reconstruct_advice_uses_xsvd_svd():
+    """base.py with bootstrap.py's reason: reconstruct() of a bootstrap is refused; the
+    advised `xsvd.svd` rebuilds the rank-k field."""
+    field = _boot_field()
+    res = xsvd.bootstrap(field, 3, 6, seed=0)
+    with pytest.raises(ValueError, match="use `xsvd.svd` to rebuild"):
+        res.reconstruct()
+    rebuilt = xsvd.svd(field, 3, dim="time", center=True).reconstruct()
+    x = field.values
+    np.testing.assert_allclose(rebuilt.values - x.mean(0), _rank(_centered(x), 3), atol=1e-10)
+
+
+_DROPNA_EMPTIES = pytest.mark.xfail(
+    strict=True,
+    reason="resampling.py's NAN_ADVICE: `da.dropna(dim, how='any')` drops every sample when "
+    "land is NaN; `da.where(da.notnull().all(dim))` would leave the gappy features out as land",
+)
+
+
+@pytest.mark.parametrize(
+    "follow", ["interpolate_na", pytest.param("dropna", marks=_DROPNA_EMPTIES)]
+)
+def test_bootstrap_gaps_advice(follow):
+    """resampling.py: NaN at some samples, land NaN everywhere; `da.interpolate_na(dim)`
+    gives the filled field's bootstrap. `da.dropna(dim, how='any')` drops every sample
+    where land is NaN (an empty field): reported, an xfail until the advice changes."""
+    field = _boot_field()
+    field[:, 6] = np.nan  # land
+    gappy = field.copy()
+    gappy[5, 2] = np.nan
+    with pytest.raises(xsvd.MissingValueError) as err:
+        xsvd.bootstrap(gappy, 3, 6, seed=0)
+    fixed = eval(_code(str(err.value), follow), {"da": gappy, "dim": "time"})
+    res = xsvd.bootstrap(fixed, 3, 6, seed=0)
+    x = gappy.values if follow == "dropna" else fixed.values
+    x = x[:, ~np.isnan(x).any(axis=0)] if follow == "dropna" else x[:, ~np.isnan(x).all(axis=0)]
+    np.testing.assert_allclose(res.S, _svals(_centered(x), 3), rtol=1e-8)
