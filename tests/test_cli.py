@@ -505,6 +505,27 @@ def test_run_tol_not_reached_is_said_in_flags(sst_store, tmp_path, capsys):
     assert "max_passes" not in err and "tol=" not in err
 
 
+def test_missing_chunks_flag_is_the_declared_option_of_open_zarr():
+    """--missing-chunks is made from open_zarr's declaration: its Literal type, its default
+    and the first sentence of its docstring entry, as the solver's options are."""
+    import inspect
+    from typing import get_args
+
+    from xsvd.cli import build_parser
+    from xsvd.io.zarr import MissingChunks
+
+    (sub,) = [a for a in build_parser()._actions if a.dest == "command"]
+    action = {a.dest: a for a in sub.choices["run"]._actions}["missing_chunks"]
+    assert action.option_strings == ["--missing-chunks"]
+    assert action.choices == get_args(MissingChunks) == ("warn", "error", "ignore")
+    assert action.default == inspect.signature(xsvd.open_zarr).parameters["missing_chunks"].default
+    entry = inspect.getdoc(xsvd.open_zarr).split("missing_chunks : ")[1].split("\n", 1)[1]
+    first = " ".join(entry.split(" store). ")[0].split()).replace("``", "")
+    assert first.startswith("What to do when storage chunks")
+    text = _run_help()
+    assert f"--missing-chunks {{warn,error,ignore}} {first} store). (default warn)" in text
+
+
 def test_run_negative_missing_is_a_switch_with_three_states():
     from xsvd.cli import build_parser
 

@@ -177,12 +177,7 @@ class _Input:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", xsvd.MissingChunksWarning)
                 self.data = xsvd.open_zarr(path, var, missing_chunks=missing_chunks)
-            for w in caught:  # said in the command's words, other warnings as they were
-                if issubclass(w.category, xsvd.MissingChunksWarning):
-                    text = command_words(" ".join(str(w.message).split()))
-                    print(f"xsvd: warning: {text}", file=sys.stderr)
-                else:
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            _say_warnings(caught, lambda w: issubclass(w.category, xsvd.MissingChunksWarning))
             return
         try:
             self.dataset = xr.open_dataset(path, chunks={})
@@ -341,7 +336,7 @@ def _run_command(args: argparse.Namespace) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             res = xsvd.svd(data, args.k, dim=dims, weights=weights, **options)
-        _say_warnings(caught)
+        _say_warnings(caught, _from_xsvd)
         if args.device == "gpu":  # written and described from the host
             res = res.as_numpy()
     except ValueError as exc:
@@ -370,12 +365,18 @@ def _run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _say_warnings(caught: list) -> None:
-    """xsvd's warnings as one line each in the command's words (``--max-passes``, not
-    ``max_passes=``), others as they were."""
-    home = os.path.dirname(os.path.abspath(__file__))
+def _from_xsvd(w: warnings.WarningMessage) -> bool:
+    """Whether the warning ``w`` was issued by xsvd's code."""
+    return os.path.abspath(w.filename).startswith(
+        os.path.dirname(os.path.abspath(__file__)) + os.sep
+    )
+
+
+def _say_warnings(caught: list, ours) -> None:
+    """The warnings that ``ours`` picks as one line each in the command's words
+    (``--max-passes``, not ``max_passes=``), the others as they were."""
     for w in caught:
-        if os.path.abspath(w.filename).startswith(home + os.sep):
+        if ours(w):
             text = command_words(" ".join(str(w.message).split()))
             print(f"xsvd: warning: {text}", file=sys.stderr)
         else:
@@ -393,7 +394,7 @@ def _describe_result(res, seconds: float, out) -> None:
     evr = res.explained_variance_ratio.values
     passes = res.settings.get("passes", 1)
     print(
-        f"   method: {res.method} (k={S.size}, {_plural(passes, 'pass', 'passes')} over "
+        f"   method: {res.method} (k={S.size}, {passes} {'pass' if passes == 1 else 'passes'} over "
         f"the data, {res.settings.get('dtype', 'float64')} products) in {seconds:.2f} s",
         file=out,
     )
@@ -404,11 +405,6 @@ def _describe_result(res, seconds: float, out) -> None:
         f"(total of {evr.size}: {100 * evr.sum():.1f}%)",
         file=out,
     )
-
-
-def _plural(n: int, one: str, many: str) -> str:
-    """``"1 pass"``, ``"2 passes"``."""
-    return f"{n} {one if n == 1 else many}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -475,18 +471,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--missing mean); or the name of a variable or coordinate of the input holding the "
         "weights, used as they are (for cell areas, give their square roots)",
     )
-    for opt in option_flags():
+    for opt in (*option_flags(), *store_flags()):
         run.add_argument(flag(opt.name), **_argument(opt))
-    run.add_argument(
-        "--missing-chunks",
-        choices=("warn", "error", "ignore"),
-        default="warn",
-        help="Zarr stores: what to do when storage chunks are missing from the store, which "
-        "zarr reads as the fill value: 'warn' (expected for chunks that held only the fill "
-        "value, such as all-land chunks), 'error' (for data where a missing chunk can only "
-        "mean loss, such as genotypes) or 'ignore' (do not list the store) (default "
-        "%(default)s)",
-    )
     run.add_argument(
         "--out",
         required=True,
@@ -530,6 +516,14 @@ def option_flags() -> list[Option]:
     return [o for o in described_options() if o.kind is not None and o.name not in NOT_FLAGS]
 
 
+def store_flags() -> list[Option]:
+    """The options of :func:`xsvd.open_zarr` that ``xsvd run`` takes as flags, for Zarr
+    stores: ``missing_chunks``, from its declaration as the other flags."""
+    from .io.zarr import open_zarr
+
+    return [o for o in described_options(open_zarr) if o.name == "missing_chunks"]
+
+
 def flag(name: str) -> str:
     """``max_passes`` -> ``--max-passes``."""
     return "--" + name.replace("_", "-")
@@ -561,11 +555,10 @@ def command_words(message: str) -> str:
     ``--missing mean``, ``center=True`` ``--center``, ``krylov=False`` ``--no-krylov``,
     ``max_passes`` ``--max-passes`` (as words, not inside other names; the names in
     :data:`ENGLISH` only as ``name=value``)."""
-    options = {o.name: o for o in option_flags()}
-    for name in (*options, "missing_chunks"):
+    for opt in (*option_flags(), *store_flags()):
+        name = opt.name
         word = rf"(?<![\w.(-]){name}"
-        opt = options.get(name)
-        if opt is not None and opt.kind == "bool":  # a switch: no value
+        if opt.kind == "bool":  # a switch: no value
             off = f"--no-{flag(name)[2:]}" if opt.nullable or opt.default else f"no {flag(name)}"
             message = re.sub(rf"`?{word}=True`?", flag(name), message)
             message = re.sub(rf"`?{word}=False`?", off, message)

@@ -263,14 +263,16 @@ def open_zarr(
         Passed to fsspec for URLs.
     missing_chunks : {"warn", "error", "ignore"}, default "warn"
         What to do when storage chunks of the variable are missing from the
-        store, which zarr would read as the fill value (0 for integers)
-        without a word. The store is listed once when it is opened.
-        ``"warn"``: a :class:`MissingChunksWarning` that says how many and
-        which. zarr does not write chunks that hold only the fill value, so
-        this is expected for some data (all-land chunks of an ocean field);
-        ``"error"``: raise :class:`StoreReadError`, for data where a missing
-        chunk can only mean loss (genotypes); ``"ignore"``: do not check (and
-        do not list the store).
+        Zarr store, which zarr would read as the fill value (0 for integers)
+        without a word: ``"warn"`` (expected for chunks that held only the
+        fill value, such as all-land chunks of an ocean field), ``"error"``
+        (for data where a missing chunk can only mean loss, such as
+        genotypes) or ``"ignore"`` (do not check, and do not list the
+        store). The store is listed once when it is opened. ``"warn"``
+        issues a :class:`MissingChunksWarning` that says how many chunks and
+        which (zarr does not write chunks that hold only the fill value);
+        ``"error"`` raises :class:`StoreReadError`. (The first sentence is
+        the help of ``xsvd run --missing-chunks``.)
 
     Notes
     -----
