@@ -1243,7 +1243,7 @@ def test_bootstrap_replicate_patterns_advice_keeps_them():
     field = _boot_field()
     res = xsvd.bootstrap(field, 3, 6, seed=0)
     with pytest.raises(AttributeError, match="keep_patterns=True"):
-        res.replicate_V
+        _ = res.replicate_V
     kept = xsvd.bootstrap(field, 3, 6, seed=0, keep_patterns=True)
     V = kept.replicate_V.transpose("replicate", "x", "component").values
     S = kept.replicate_singular_values.transpose("replicate", "component").values
@@ -1293,3 +1293,174 @@ def test_bootstrap_gaps_advice(follow):
     x = gappy.values if follow == "dropna" else fixed.values
     x = x[:, ~np.isnan(x).any(axis=0)] if follow == "dropna" else x[:, ~np.isnan(x).all(axis=0)]
     np.testing.assert_allclose(res.S, _svals(_centered(x), 3), rtol=1e-8)
+
+
+# ------------------------------------------------------------------------- genomics/
+
+
+def _genotypes(n_variants: int = 200, n_samples: int = 60):
+    return xsvd.datasets.genotypes(n_variants=n_variants, n_samples=n_samples, seed=0)
+
+
+def _pca_truth(gt: xr.DataArray, w: xr.DataArray, k: int):
+    """Samples x variants, centered, times the weights: (mean, S, Vt) by numpy."""
+    g = gt.transpose("samples", "variants").values.astype(np.float64)
+    mean = g.mean(axis=0)
+    _, s, vt = np.linalg.svd((g - mean) * w.values, full_matrices=False)
+    return mean, s[:k], vt[:k]
+
+
+def _projected(new: xr.DataArray, w: xr.DataArray, truth) -> np.ndarray:
+    mean, s, vt = truth
+    g = new.transpose("samples", "variants").values.astype(np.float64)
+    return (g - mean) * w.values @ vt.T / s
+
+
+def test_uncentered_pca_projection_advice_centers(backend):
+    """projection.py: project_samples on an uncentered PCA; decomposed with the advised
+    `center=True`, the new samples' scores are the centered, weighted rows times V / S."""
+    gt = _genotypes()
+    kept, w = xsvd.patterson_scaling(gt)
+    data = kept.copy(data=backend(kept.values.astype(np.float64)))
+    new = _genotypes(n_samples=80).isel(samples=slice(60, 80))
+    with pytest.raises(ValueError, match="`center=True`"):
+        xsvd.project_samples(data.svd(k=3, weights=w), new, shrinkage=False)
+    res = data.svd(k=3, weights=w, center=True)
+    got = backend.host(xsvd.project_samples(res, new, shrinkage=False).data)
+    _same_up_to_sign(got, _projected(new, w, _pca_truth(kept, w, 3)), atol=1e-8)
+
+
+@pytest.mark.parametrize("case", ["sample dim", "variant dim"])
+def test_projection_dims_advice(case):
+    """projection.py: new data with other dim names; `dim=` names the samples, the variant
+    dim renamed as advised: the scores are the truth's."""
+    gt = _genotypes()
+    kept, w = xsvd.patterson_scaling(gt)
+    res = kept.svd(k=3, weights=w, center=True)
+    new = _genotypes(n_samples=80).isel(samples=slice(60, 80))
+    truth = _projected(new, w, _pca_truth(kept, w, 3))
+    if case == "sample dim":
+        other = new.rename(samples="ind")
+        with pytest.raises(ValueError, match="pass `dim=`"):
+            xsvd.project_samples(res, other, shrinkage=False)
+        got = xsvd.project_samples(res, other, dim="ind", shrinkage=False)
+    else:
+        other = new.rename(variants="snp")
+        with pytest.raises(ValueError, match="Rename the variant dimension") as err:
+            xsvd.project_samples(res, other, shrinkage=False)
+        vdim = re.search(r"to '(\w+)'", str(err.value))[1]
+        got = xsvd.project_samples(res, other.rename(snp=vdim), shrinkage=False)
+    _same_up_to_sign(got.values, truth, atol=1e-8)
+
+
+def test_missing_variants_advice_runs_the_pca_on_the_common_ones():
+    """projection.py: new data lack 50 of the PCA's variants; the advised PCA on the
+    common variants (`kept.sel(variants=common)`) projects them."""
+    gt = _genotypes()
+    kept, w = xsvd.patterson_scaling(gt)
+    res = kept.svd(k=3, weights=w, center=True)
+    new = _genotypes(n_samples=80).isel(samples=slice(60, 80), variants=slice(0, 150))
+    with pytest.raises(ValueError, match="not in the new data") as err:
+        xsvd.project_samples(res, new, shrinkage=False)
+    common = np.intersect1d(kept.variants, new.variants)
+    kept = eval(_code(str(err.value), "sel("), {"kept": kept, "common": common})
+    kept, w = xsvd.patterson_scaling(kept)
+    res = kept.svd(k=3, weights=w, center=True)
+    got = xsvd.project_samples(res, new, shrinkage=False)
+    _same_up_to_sign(got.values, _projected(new, w, _pca_truth(kept, w, 3)), atol=1e-8)
+
+
+def test_oadp_with_shrinkage_advice():
+    """projection.py: shrinkage= with method='oadp'; left out, OADP runs (and its scores of
+    the reference's own samples lie near theirs); method='lzw' with it is the truth."""
+    gt = _genotypes()
+    kept, w = xsvd.patterson_scaling(gt)
+    res = kept.svd(k=3, weights=w, center=True)
+    with pytest.raises(ValueError, match="Leave shrinkage out, or use method='lzw'"):
+        xsvd.project_samples(res, gt, method="oadp", shrinkage=False)
+    lzw = xsvd.project_samples(res, gt, method="lzw", shrinkage=False)
+    _same_up_to_sign(lzw.values, _projected(gt, w, _pca_truth(kept, w, 3)), atol=1e-8)
+    oadp = xsvd.project_samples(res, gt, method="oadp")
+    assert oadp.shape == lzw.shape and np.isfinite(oadp.values).all()
+
+
+@pytest.mark.parametrize("writer", ["pack_genotypes", "write_plink"])
+def test_genotype_writers_dim_advice(writer, tmp_path):
+    """packing.py, plink.py: data with another sample dim name; the advised `dim=` packs or
+    writes them, and they read back as the same genotypes."""
+    gt = _genotypes().rename(samples="ind")
+    call = {
+        "pack_genotypes": lambda **kw: xsvd.pack_genotypes(gt, **kw),
+        "write_plink": lambda **kw: xsvd.write_plink(gt, tmp_path / "toy", **kw),
+    }[writer]
+    with pytest.raises(ValueError, match="`dim=`"):
+        call()
+    out = call(dim="ind")
+    back = out if writer == "pack_genotypes" else xsvd.open_plink(tmp_path / "toy")
+    back = np.asarray(back.transpose("variants", ...).values, dtype=np.float64)
+    np.testing.assert_array_equal(back, gt.transpose("variants", "ind").values)
+
+
+def test_scores_without_ids_advice_assigns_them(tmp_path):
+    """plink2.py: scores without sample ids; the advised `scores.assign_coords(...)`
+    writes an .eigenvec whose rows are the ids and the scores."""
+    gt = _genotypes()
+    kept, w = xsvd.patterson_scaling(gt)
+    scores = kept.svd(k=3, weights=w, center=True).U
+    ids = scores.samples.values
+    bare = scores.drop_vars(["samples", "population"])
+    with pytest.raises(ValueError, match="no sample ids") as err:
+        xsvd.write_eigenvec(bare, tmp_path / "a.eigenvec")
+    named = eval(_code(str(err.value), "assign_coords"), {"scores": bare, "ids": ids})
+    path = xsvd.write_eigenvec(named, tmp_path / "a.eigenvec")
+    rows = [line.split() for line in open(path).read().splitlines()[1:]]
+    assert [r[-4] if len(r) > 4 else r[0] for r in rows] == list(ids)
+    np.testing.assert_allclose(
+        np.array([r[-3:] for r in rows], dtype=float), scores.values, atol=1e-5
+    )
+
+
+def test_uncentered_pca_loadings_advice_writes_without_them(tmp_path):
+    """plink2.py: variant weights of an uncentered PCA are refused; `loadings=None` writes
+    the .eigenvec and .eigenval (PLINK 2's eigenvalues: S**2 / the number of variants)."""
+    gt = _genotypes()
+    kept, w = xsvd.patterson_scaling(gt)
+    res = kept.svd(k=3, weights=w)
+    with pytest.raises(ValueError, match="`loadings=None`"):
+        xsvd.write_plink_pca(res, tmp_path / "pca")
+    paths = xsvd.write_plink_pca(res, tmp_path / "pca", loadings=None)
+    assert sorted(p.suffix for p in paths) == [".eigenval", ".eigenvec"]
+    g = kept.transpose("samples", "variants").values.astype(np.float64) * w.values
+    values = np.loadtxt(next(p for p in paths if p.suffix == ".eigenval"))
+    s = _svals(g, 3)
+    np.testing.assert_allclose(values * g.shape[1], s**2, rtol=1e-5)
+
+
+def test_tracy_widom_count_as_text_advice():
+    """twstats.py: n_variants='200' is refused; the advised int(text) gives the test with
+    200 markers."""
+    gt = _genotypes()
+    kept, w = xsvd.patterson_scaling(gt)
+    res = kept.svd.exact(weights=w, center=True)
+    text = "200"
+    with pytest.raises(ValueError, match="int\\(text\\)") as err:
+        xsvd.tracy_widom(res, n_variants=text)
+    option = eval("dict(" + _code(str(err.value), "int(text)") + ")", {"text": text})
+    got = xsvd.tracy_widom(res, **option)
+    xr.testing.assert_allclose(got, xsvd.tracy_widom(res, n_variants=200))
+
+
+def test_tracy_widom_of_k_components_advice_tests_every_eigenvalue():
+    """twstats.py: a result of 3 of 59 eigenvalues; the advised
+    `xsvd.tracy_widom(xsvd.genomics.relationship_eigenvalues(kept, w, ...))` equals the
+    test of the exact SVD's every eigenvalue."""
+    gt = _genotypes()
+    kept, w = xsvd.patterson_scaling(gt)
+    with pytest.raises(ValueError, match="needs them all") as err:
+        xsvd.tracy_widom(kept.svd(k=3, weights=w, center=True))
+    got = eval(
+        _code(str(err.value), "relationship_eigenvalues"), {"xsvd": xsvd, "kept": kept, "w": w}
+    )
+    want = xsvd.tracy_widom(kept.svd.exact(weights=w, center=True))
+    for name in want.data_vars:
+        np.testing.assert_allclose(got[name].values, want[name].values, rtol=1e-6, atol=1e-10)
