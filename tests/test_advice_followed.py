@@ -1464,3 +1464,78 @@ def test_tracy_widom_of_k_components_advice_tests_every_eigenvalue():
     want = xsvd.tracy_widom(kept.svd.exact(weights=w, center=True))
     for name in want.data_vars:
         np.testing.assert_allclose(got[name].values, want[name].values, rtol=1e-6, atol=1e-10)
+
+
+def _with_missing_calls():
+    gt = _genotypes().astype(np.float64)
+    gt[3, 5] = np.nan
+    gt[7, 11] = np.nan
+    return gt
+
+
+def test_afreq_without_observation_counts_advice_passes_the_genotypes(tmp_path):
+    """plink2.py: a missing='mean' PCA written without genotypes warns (OBS_CT unknown);
+    the advised `write_plink_pca(res, prefix, genotypes=kept)` writes each variant's OBS_CT,
+    twice its called genotypes."""
+    kept, w = xsvd.patterson_scaling(_with_missing_calls())
+    res = kept.svd(k=3, weights=w, center=True, missing="mean")
+    with pytest.warns(UserWarning, match="genotypes=kept") as record:
+        xsvd.write_plink_pca(res, tmp_path / "a")
+    code = _code(str(record[0].message), "write_plink_pca")
+    paths = eval(
+        code,
+        {
+            "write_plink_pca": xsvd.write_plink_pca,
+            "res": res,
+            "prefix": tmp_path / "b",
+            "kept": kept,
+        },
+    )
+    afreq = next(p for p in paths if p.suffix == ".afreq").read_text().splitlines()
+    header = afreq[0].split()
+    counts = np.array([int(line.split()[header.index("OBS_CT")]) for line in afreq[1:]])
+    np.testing.assert_array_equal(counts, 2 * kept.notnull().sum("samples").values)
+
+
+def test_eigenvec_allele_of_other_genotypes_advice_passes_the_pca_ones(tmp_path):
+    """plink2.py: genotypes lacking some of the PCA's variants are refused; the genotypes
+    the PCA was made from write the files."""
+    kept, w = xsvd.patterson_scaling(_with_missing_calls())
+    res = kept.svd(k=3, weights=w, center=True, missing="mean")
+    with pytest.raises(ValueError, match="pass the genotypes the PCA was made from"):
+        xsvd.write_plink_pca(res, tmp_path / "a", genotypes=kept.isel(variants=slice(0, 100)))
+    paths = xsvd.write_plink_pca(res, tmp_path / "a", genotypes=kept)
+    assert any(p.suffix == ".afreq" for p in paths)
+
+
+def test_dosage_of_another_variable_name_advice_passes_genotype():
+    """vcf.py: calls under another name; `genotype=` gives the summed allele calls."""
+    rng = np.random.default_rng(13)
+    calls = rng.integers(0, 2, size=(6, 4, 2)).astype("int8")
+    ds = xr.Dataset({"gt": (("variants", "samples", "ploidy"), calls)})
+    with pytest.raises(KeyError, match="`genotype=`"):
+        xsvd.dosage(ds)
+    np.testing.assert_array_equal(xsvd.dosage(ds, genotype="gt").values, calls.sum(axis=-1))
+
+
+def test_other_alleles_advice_drops_them_from_both():
+    """projection.py: variants whose alleles differ in the new data; dropped from both (the
+    PCA run again without them), the scores are the truth's."""
+    gt = _genotypes().assign_coords(
+        allele_1=("variants", np.array(["A"] * 200)), allele_2=("variants", np.array(["G"] * 200))
+    )
+    new = gt.isel(samples=slice(0, 10)).copy()
+    a1 = new.allele_1.values.copy()
+    a1[[4, 9]] = "T"
+    new = new.assign_coords(allele_1=("variants", a1))
+    kept, w = xsvd.patterson_scaling(gt)
+    res = kept.svd(k=3, weights=w, center=True)
+    with pytest.raises(ValueError, match="Drop them from both") as err:
+        xsvd.project_samples(res, new, shrinkage=False)
+    assert "2 variant(s)" in str(err.value)
+    same = new.allele_1.values == gt.allele_1.values
+    kept, w = xsvd.patterson_scaling(gt.isel(variants=same))
+    res = kept.svd(k=3, weights=w, center=True)
+    got = xsvd.project_samples(res, new.isel(variants=same), shrinkage=False)
+    truth = _projected(new.isel(variants=same), w, _pca_truth(kept, w, 3))
+    _same_up_to_sign(got.values, truth, atol=1e-8)
