@@ -72,19 +72,9 @@ def scree(res, ax: Axes | None, cumulative: bool, log: bool) -> Axes:
         with np.errstate(divide="ignore", invalid="ignore"):  # 0 on a log axis
             height = to_axes.transform(np.column_stack([pos, pct]))[:, 1]
         tall = (height >= 0.1) & cumulative
-        ax.bar_label(
-            bars,
-            [t if b else "" for t, b in zip(labels, tall, strict=True)],
-            fontsize="x-small",
-            padding=-10,
-            color="white",
-        )
-        ax.bar_label(
-            bars,
-            [t if not b else "" for t, b in zip(labels, tall, strict=True)],
-            fontsize="x-small",
-            padding=1,
-        )
+        for inside, style in ((True, dict(padding=-10, color="white")), (False, dict(padding=1))):
+            shown = [t if b == inside else "" for t, b in zip(labels, tall, strict=True)]
+            ax.bar_label(bars, shown, fontsize="x-small", **style)
     _component_ticks(ax, pos, comp)
     ax.set_xlabel(COMPONENT)
     ax.set_ylabel("explained variance (%)")
@@ -196,10 +186,8 @@ def _sample_axis(U: xr.DataArray, sdim) -> tuple[np.ndarray, str, bool]:
     if sdim in U.coords:
         coord = U[sdim]
         values = np.asarray(coord.values)
-        if values.dtype.kind in "iuf":
-            return values, coord_label(coord), False
-        if values.dtype.kind == "M":
-            return values, coord_label(coord), True
+        if values.dtype.kind in "iufM":
+            return values, coord_label(coord), values.dtype.kind == "M"
         if values.dtype.kind == "m":
             return values / np.timedelta64(1, "D"), f"{name_of(coord)} [days]", False
         if values.dtype.kind == "O":

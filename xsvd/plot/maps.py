@@ -338,8 +338,7 @@ def _panel_aspect(V, fdims, projection=None, geo_aspect=None) -> float:
         if geo_aspect is not None:
             # a fixed-aspect map is about 0.6 of the panel's height (title and tick
             # labels take the rest), and the tick labels take a width of their own
-            aspect = float(np.clip(0.62 * aspect / geo_aspect + 0.3, 0.6, 2.5))
-            return aspect
+            return float(np.clip(0.62 * aspect / geo_aspect + 0.3, 0.6, 2.5))
     aspect = float(np.clip(aspect, 0.6, 2.5))
     if projection is not None:
         # a map keeps its aspect, in a box less tall than the panel (the title above it)
