@@ -1539,3 +1539,68 @@ def test_other_alleles_advice_drops_them_from_both():
     got = xsvd.project_samples(res, new.isel(variants=same), shrinkage=False)
     truth = _projected(new.isel(variants=same), w, _pca_truth(kept, w, 3))
     _same_up_to_sign(got.values, truth, atol=1e-8)
+
+
+# ---------------------------------------------------------------------------- cli.py
+
+
+def _cli_store(tmp_path, field: xr.DataArray):
+    pytest.importorskip("zarr", reason='xsvd run needs zarr: pip install "xsvd[io]"')
+    path = tmp_path / "in.zarr"
+    field.to_dataset(name="sst").to_zarr(path)
+    return path
+
+
+def _flags(message: str) -> list[str]:
+    """The flags (and their values) that ``message`` advises, e.g. ``--dim time``."""
+    found = re.findall(r"(--[\w-]+(?: [\w.]+)?)", message)
+    return [part.rstrip(".") for f in found for part in f.split()]
+
+
+@pytest.mark.parametrize(
+    ("argv", "advised"),
+    [
+        (["--k", "3", "--center"], "--dim"),  # no --dim: "e.g. --dim time"
+        (["--dim", "time", "--center", "--method", "compressed"], "--k"),
+        (["--dim", "time", "--k", "3", "--center"], "--missing"),  # NaN: "--missing mean"
+    ],
+    ids=["dim", "k", "missing"],
+)
+def test_cli_advice_in_flags(tmp_path, capsys, argv, advised):
+    """cli.py: `xsvd run` refuses with advice in flags; the advised flag added, the written
+    result's S is the truth's."""
+    from xsvd.cli import main
+
+    field = _field()
+    if advised == "--missing":
+        field = _with_gaps(field)
+    store = _cli_store(tmp_path, field)
+    out = tmp_path / "out.zarr"
+    assert main(["run", str(store), *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    flags = _flags(err[err.rindex(advised) :])[:2]
+    if advised == "--k":
+        flags = ["--k", "3"]  # "needs --k, the number of components": the count is ours
+    assert flags[0] == advised
+    assert main(["run", str(store), *argv, *flags, "--out", str(out)]) == 0
+    res = xsvd.open_result(out)
+    x = _mean_filled(field) if advised == "--missing" else _matrix(field)
+    np.testing.assert_allclose(res.S[:3], _svals(_centered(x), 3), rtol=1e-6)
+
+
+def test_cli_existing_output_advice_overwrites(tmp_path, capsys):
+    """cli.py: --out exists; the advised --overwrite replaces it with the new result."""
+    from xsvd.cli import main
+
+    field = _field()
+    store = _cli_store(tmp_path, field)
+    out = tmp_path / "out.zarr"
+    argv = ["run", str(store), "--dim", "time", "--k", "2", "--out", str(out)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    argv[argv.index("2")] = "3"  # another k, and center
+    assert main([*argv, "--center"]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert main([*argv, "--center", "--overwrite"]) == 0
+    res = xsvd.open_result(out)
+    np.testing.assert_allclose(res.S, _svals(_centered(_matrix(field)), 3), rtol=1e-6)
