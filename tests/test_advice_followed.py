@@ -1604,3 +1604,100 @@ def test_cli_existing_output_advice_overwrites(tmp_path, capsys):
     assert main([*argv, "--center", "--overwrite"]) == 0
     res = xsvd.open_result(out)
     np.testing.assert_allclose(res.S, _svals(_centered(_matrix(field)), 3), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ io/, plot/, datasets/
+
+
+def test_existing_store_advice_overwrites_with_mode_w(tmp_path):
+    """io/store.py: saving over a result store is refused; the advised mode='w' replaces it,
+    and the store reopens as the new result."""
+    pytest.importorskip("zarr", reason='needs zarr: pip install "xsvd[io]"')
+    field = _field()
+    path = tmp_path / "r.zarr"
+    field.svd(k=2, dim="time", center=True).to_zarr(path)
+    res = field.svd(k=3, dim="time", center=True)
+    with pytest.raises(FileExistsError, match="pass mode='w'"):
+        res.to_zarr(path)
+    res.to_zarr(path, mode="w")
+    np.testing.assert_allclose(
+        xsvd.open_result(path).S, _svals(_centered(_matrix(field)), 3), rtol=1e-10
+    )
+
+
+def test_store_of_several_variables_advice_chooses_one(tmp_path):
+    """io/zarr.py: a store of two variables; the advised `variable=` opens the one named."""
+    pytest.importorskip("zarr", reason='needs zarr: pip install "xsvd[io]"')
+    sst, slp = _pair()
+    xr.Dataset({"sst": sst, "slp": slp}).to_zarr(tmp_path / "two.zarr")
+    with pytest.raises(ValueError, match="`variable=`"):
+        xsvd.open_zarr(tmp_path / "two.zarr")
+    da = xsvd.open_zarr(tmp_path / "two.zarr", variable="slp")
+    res = da.svd(k=3, dim="time", center=True)
+    np.testing.assert_allclose(res.S, _svals(_centered(slp.values), 3), rtol=1e-8)
+
+
+def _pyplot():
+    matplotlib = pytest.importorskip("matplotlib", reason='needs matplotlib: "xsvd[plot]"')
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _standardized_pcs(x: np.ndarray, k: int) -> np.ndarray:
+    u = np.linalg.svd(_centered(x), full_matrices=False)[0][:, :k]
+    return u / u.std(axis=0, ddof=1)  # unit variance, as eofs' pcs(pcscaling=1)
+
+
+def test_timeseries_on_one_axes_advice_overlays():
+    """plot/lines.py: ax= with three components; the advised overlay=True draws the three
+    standardized PCs on it."""
+    plt = _pyplot()
+    field = _field()
+    res = field.svd(k=3, dim="time", center=True)
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(ValueError, match="pass overlay=True"):
+            res.plot.timeseries(ax=ax)
+        res.plot.timeseries(ax=ax, overlay=True)
+        lines = np.array([line.get_ydata() for line in ax.get_lines()[:3]]).T
+    finally:
+        plt.close(fig)
+    _same_up_to_sign(lines, _standardized_pcs(_matrix(field), 3), atol=1e-8)
+
+
+def test_timeseries_of_two_sample_dims_advice_stacks_them():
+    """plot/common.py: U over (run, time); the advised stack, with dim='sample', plots each
+    PC along the stacked samples."""
+    plt = _pyplot()
+    field = _field()
+    other = field.copy(data=0.5 * field.values[::-1] + 1.0)
+    two = xr.concat([field, other], dim="run").transpose("run", ...)
+    res = two.svd(k=3, dim=("run", "time"), center=True)
+    with pytest.raises(ValueError, match="Stack them before decomposing") as err:
+        res.plot.timeseries()
+    code = re.search(r"e\.g\. (da\.stack\(.*?\)\)) with dim='(\w+)'", str(err.value))
+    stacked = eval(code[1], {"da": two})
+    fig = stacked.svd(k=3, dim=code[2], center=True).plot.timeseries(overlay=True)
+    try:
+        ax = fig if hasattr(fig, "get_lines") else fig.axes[0]
+        lines = np.array([line.get_ydata() for line in ax.get_lines()[:3]]).T
+    finally:
+        plt.close("all")
+    x = two.values.reshape(-1, 20)
+    _same_up_to_sign(lines, _standardized_pcs(x, 3), atol=1e-8)
+
+
+def test_dataset_chunks_of_an_unknown_dim_advice_uses_its_dims():
+    """datasets/checks.py: chunks naming a dim the field lacks; its own dims chunk it (the
+    same values, lazily)."""
+    pytest.importorskip("dask")
+    with pytest.raises(ValueError, match="use only") as err:
+        xsvd.datasets.climate_field(n_time=40, n_lat=6, n_lon=8, chunks={"tim": 10})
+    dims = eval(re.search(r"use only (\[.*\])", str(err.value))[1])
+    lazy = xsvd.datasets.climate_field(n_time=40, n_lat=6, n_lon=8, chunks={dims[0]: 10})
+    assert lazy.chunks is not None
+    xr.testing.assert_identical(
+        lazy.compute(), xsvd.datasets.climate_field(n_time=40, n_lat=6, n_lon=8)
+    )
