@@ -27,9 +27,10 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend, fix_signs
-from ..core.common import variance_ratio
+from ..core.common import Decomposition, variance_ratio
 from ..core.options import CompressedOptions, takes_options
 from ..core.randomized.operator import operator_svd
+from ..labeled.api import warn_uncentered
 from ..labeled.base import Result, component_array, errors_part
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
@@ -163,6 +164,9 @@ def extended_eof(
         settings.update(
             passes=res.passes, stopped=res.stopped, seed=given.seed, error_bounds=res.bounds
         )
+    if not center:  # as the main svd: from U and S, the means' share of the sum of squares
+        d = Decomposition(U, S, V, None, emb.total, None, method, {}, total_norm=emb.total**0.5)
+        warn_uncentered(d)
     # the field was decomposed scaled by a power of two: S back in the data's units
     S, errors = f.unscaled(S), np.array(backend.to_numpy(errors), dtype=float)
     errors[:, 0] = f.unscaled(errors[:, 0])

@@ -39,6 +39,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend
+from ..core.common import Decomposition
 from ..core.missing import (
     check_infinite,
     check_nan_counts,
@@ -117,6 +118,17 @@ class Field:
     on_data: OnData
     units: Any = None
     exponent: int = 0
+    squares: tuple = (0.0, 0.0)
+
+    def mean_component(self) -> Decomposition:
+        """The features' means as a component of the uncentered ``X D``: ``1 mu^T D``
+        (``u = 1 / sqrt(m)``) over ``||X D||_F^2`` (``squares``: per sample, the means' and
+        the data's sums of squares), whose ``mean_share()`` is the core's rule
+        (:meth:`xsvd.core.Decomposition.mean_share`), exact here."""
+        m = self.shape[0]
+        means, total = self.squares
+        U, S = np.full((m, 1), m**-0.5), np.array([(m * means) ** 0.5])
+        return Decomposition(U, S, None, None, m * total, None, "exact", {})
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -463,7 +475,7 @@ def prepare_field(
         data = a[:, idx]
     else:
         data = backend.api(a).take(a, backend.transfer(idx, a), axis=1)
-    mean = mean[kept] if center else np.zeros(int(kept.sum()))
+    mean = mean[kept]
     # data at the ends of their dtype's range (float32 beyond about 1e+-30): one copy times
     # a power of two (exact), so that no product of the data overflows or underflows
     shift = rest = power_of_two_exponent(amax.max(), *DATA_RANGE[np.dtype(dtype)])
@@ -475,8 +487,10 @@ def prepare_field(
         top = float(np.max(amax * np.abs(scale)))
     exponent = -int(np.frexp(top)[1]) if 0 < top < np.inf else 0  # exact: a power of two
     scale = times_power_of_two(scale, exponent)
+    squares = tuple(float(np.sum(scale**2 * v)) for v in (mean**2, mean**2 + std**2))
+    mean = mean if center else np.zeros_like(mean)
     on_data = OnData(*(backend.transfer(v, a) for v in (mean, scale, std, kept)))
-    return Field(layout, data, kept, dtype, on_data, units, exponent + shift)
+    return Field(layout, data, kept, dtype, on_data, units, exponent + shift, squares)
 
 
 def covariance_units(fl: Field, fr: Field) -> dict | None:

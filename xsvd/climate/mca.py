@@ -28,6 +28,7 @@ from ..core import backend, fix_signs
 from ..core.common import variance_ratio
 from ..core.options import CompressedOptions, takes_options
 from ..core.randomized.operator import fused_operator_svd
+from ..labeled.api import warn_uncentered
 from ..labeled.base import Result, component_array, errors_part
 from .fields import (
     Field,
@@ -184,6 +185,8 @@ def mca(
             "number of features without NaN)."
         )
     k = int(k)
+    if not center:  # the main svd's rule, for each field: its means' share of its squares
+        warn_uncentered(max((f.mean_component() for f in (fl, fr)), key=lambda d: d.mean_share()))
     settings: dict[str, Any] = {"method": method, "center": center, "standardize": standardize}
     if method == "exact":  # C formed where the data are, and its SVD there
         C = cross_covariance(fl, fr)
