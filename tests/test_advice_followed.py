@@ -1701,3 +1701,44 @@ def test_dataset_chunks_of_an_unknown_dim_advice_uses_its_dims():
     xr.testing.assert_identical(
         lazy.compute(), xsvd.datasets.climate_field(n_time=40, n_lat=6, n_lon=8)
     )
+
+
+# ----------------------------------------------------- the rest of my files' advice
+
+
+def test_new_data_lacking_a_variable_advice_gives_every_one():
+    """multivariate.py: project() of new data without slp; with every decomposed variable
+    the scores are the joint truth's (here the decomposed rows: U)."""
+    sst, slp = _pair()
+    res = xr.Dataset({"sst": sst, "slp": slp}).svd(k=3, dim="time", center=True)
+    with pytest.raises(ValueError, match=r"needs every decomposed variable \['sst', 'slp'\]"):
+        res.project({"sst": sst})
+    np.testing.assert_allclose(res.project({"sst": sst, "slp": slp}), res.U, atol=1e-10)
+
+
+def test_units_pint_cannot_convert_advice_converts_by_hand():
+    """units.py: new data in a unit pint does not know; converted to the decomposed data's
+    unit and its `units` attribute set, as advised, they project as the data do."""
+    _pint()
+    field = _field().assign_attrs(units="K")
+    res = field.svd(k=3, dim="time", center=True)
+    new = (field * 1000.0).assign_attrs(units="millikelvinz")
+    with pytest.raises(ValueError, match="Convert the new data to 'K'") as err:
+        res.project(new)
+    unit = re.search(r"set their `units` attribute to '(\w+)'", str(err.value))[1]
+    converted = (new / 1000.0).assign_attrs(units=unit)
+    np.testing.assert_allclose(res.project(converted), res.U, atol=1e-10)
+
+
+@pytest.mark.parametrize("given", [{"sub_blok_elements": 10}, {"sub_block_elements": 0}])
+def test_set_options_advice_names_the_options_and_bounds(given):
+    """config.py: an unknown option or one below its least value; a listed option at its
+    least value works (the SVD unchanged)."""
+    with pytest.raises(ValueError, match="sub_block_elements") as err:
+        xsvd.set_options(**given)
+    least = re.search(r"must be an integer >= (\d+)", str(err.value))
+    name, value = "sub_block_elements", int(least[1]) if least else 64
+    field = _field()
+    with xsvd.set_options(**{name: value}):
+        res = field.svd(k=3, dim="time", center=True, method="compressed", seed=0)
+    np.testing.assert_allclose(res.S, _svals(_centered(_matrix(field)), 3), rtol=1e-6)
