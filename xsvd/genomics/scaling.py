@@ -33,35 +33,33 @@ def patterson_scaling(
     Returns the polymorphic variants and their weights, to be used as::
 
         gt, w = xsvd.patterson_scaling(gt)
-        res = gt.svd.compressed(k=10, dim="samples", center=True, weights=w,
-                                missing="mean", krylov=True)
+        res = gt.svd.compressed(k=10, dim="samples", center=2 * w.allele_frequency,
+                                weights=w, missing="mean")
         eigenvalues = res.S**2 / w.attrs["n_variants"]   # PLINK 2's .eigenval
 
-    Centering with ``center=True`` removes ``2 p_j`` (the mean over called
-    samples, which ``missing="mean"`` also uses for missing calls), and the
-    weights divide by ``sqrt(2 p_j (1 - p_j))``. ``res.U`` are the samples'
-    principal components (PLINK 2's ``.eigenvec`` up to sign). ``krylov=True``
-    keeps the noise eigenvalues (components 3 and up of a few populations)
-    accurate, as PLINK 2's ``--pca approx`` does with its own block Krylov
-    method. Missing calls: ``missing="mean"`` is PLINK 2's ``--pca
-    meanimpute`` (and ``--pca approx``); plain ``--pca`` corrects the
-    relationship matrix for missingness instead. sgkit's ``PattersonScaler``
-    divides by ``sqrt(p (1 - p))``, so its singular values are ``sqrt(2)``
-    times these; U, V and explained-variance ratios are the same.
+    which is ``plink2 --pca`` (``--pca meanimpute`` where calls are missing):
+    every sample, founder or not, is centered at ``2 p_j`` (the frequencies
+    are the weights' coordinate ``allele_frequency``), a missing call stands
+    for ``2 p_j`` (``missing="mean"`` fills with the ``center`` given), and
+    the weights divide by ``sqrt(2 p_j (1 - p_j))``. ``res.U`` are the
+    samples' principal components (PLINK 2's ``.eigenvec`` up to sign). The
+    default block Krylov passes keep the noise eigenvalues (components 3 and
+    up of a few populations) accurate, as PLINK 2's ``--pca approx`` does with
+    its own block Krylov method. Plain ``--pca`` on data with missing calls
+    corrects the relationship matrix for missingness instead of filling them.
+    sgkit's ``PattersonScaler`` divides by ``sqrt(p (1 - p))``, so its
+    singular values are ``sqrt(2)`` times these; U, V and explained-variance
+    ratios are the same.
 
     Founders: PLINK 2 takes the frequencies from the founders only, the
     samples with no parent listed (``father_id`` and ``mother_id`` both
     ``"0"``, as :func:`open_plink` and :func:`open_pgen` read them), unless
-    given ``--nonfounders``; so does this function by default. PLINK 2 then
-    centers every sample at ``2 p_j`` of the founders, where ``center=True``
-    removes the mean of all samples: where the data have non-founders, the
-    PCA of ``plink2 --pca`` (without ``--nonfounders``) is::
-
-        z = (kept - 2 * w.allele_frequency).fillna(0)   # missing calls: 2 p_j
-        res = z.svd.compressed(k=10, center=False, weights=w, krylov=True)
-
-    (each chunk unpacked as it is read), and ``founders=False`` with
-    ``center=True`` is ``plink2 --pca --nonfounders``.
+    given ``--nonfounders``; so does this function by default. Where the data
+    have non-founders, the founders' ``2 p_j`` is not the mean of all samples,
+    so ``center=True`` (which removes that mean) is not ``plink2 --pca``;
+    ``center=2 * w.allele_frequency`` is. With ``founders=False`` (PLINK 2's
+    ``--nonfounders``) the two are the same. Both are checked against
+    ``plink2`` in ``tests/test_founders_plink2.py``.
 
     Parameters
     ----------

@@ -146,13 +146,14 @@ def svd(
         Solver; ``"auto"`` follows :func:`choose_method`.
     center : bool or xarray.DataArray
         Remove each feature's mean over ``dim`` first (True), or the values
-        given: a DataArray over (some of) the feature dimensions, matched to
-        the features by label as ``weights`` are, finite numbers, e.g.
-        ``center=2 * w.allele_frequency`` (allele frequencies of the founders
-        or of a reference panel, as PLINK 2's ``--pca`` centers) or a
-        climatology from another period. The values are not read from the
-        data; ``res.mean`` is them and ``res.settings["center"]`` is
-        ``"given"``. With ``missing="mean"`` missing values stand for them.
+        given (a DataArray over the feature dimensions, e.g.
+        ``2 * w.allele_frequency``). Given values are matched to the features
+        by label as ``weights`` are and must be finite numbers: allele
+        frequencies of the founders or of a reference panel (as PLINK 2's
+        ``--pca`` centers), a climatology of another period. They are not
+        read from the data; ``res.mean`` is them and
+        ``res.settings["center"]`` is ``"given"``. With ``missing="mean"``
+        missing values stand for them.
     standardize : bool
         Also divide each feature by its standard deviation over ``dim``
         (``ddof=0``, over the values present), so that every feature has
