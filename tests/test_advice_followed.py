@@ -1742,3 +1742,38 @@ def test_set_options_advice_names_the_options_and_bounds(given):
     with xsvd.set_options(**{name: value}):
         res = field.svd(k=3, dim="time", center=True, method="compressed", seed=0)
     np.testing.assert_allclose(res.S, _svals(_centered(_matrix(field)), 3), rtol=1e-6)
+
+
+# ------------------------------------------- labeled/preprocess.py: center= given values
+
+
+def test_center_as_a_plain_array_advice_wraps_it(backend):
+    """preprocess.py: center= as a NumPy array is refused; wrapped as advised
+    (`xr.DataArray(values, dims=..., coords=...)`), those values are subtracted."""
+    field = _field()
+    values = np.linspace(9.0, 11.0, 20).reshape(4, 5)
+    da = _on(backend, field)
+    with pytest.raises(TypeError, match="Wrap them") as err:
+        da.svd(k=3, dim="time", center=values)
+    code = _code(str(err.value), "xr.DataArray").replace("coords=...", "coords=coords")
+    coords = {"lat": field.lat, "lon": field.lon}  # the "..." of the advice: the data's
+    center = eval(code, {"xr": xr, "values": values, "coords": coords})
+    res = da.svd(k=3, dim="time", center=center)
+    want = _svals(_matrix(field) - values.reshape(-1), 3)
+    np.testing.assert_allclose(_host(backend, res.S), want, rtol=1e-8)
+
+
+def test_center_with_nan_advice_fills_them(backend):
+    """preprocess.py: center= NaN at a feature; the advised `center.fillna(0)` leaves that
+    feature as it is and subtracts the others' values."""
+    field = _field()
+    values = np.linspace(9.0, 11.0, 20).reshape(4, 5)
+    values[1, 2] = np.nan
+    center = xr.DataArray(values, dims=("lat", "lon"), coords={"lat": field.lat, "lon": field.lon})
+    da = _on(backend, field)
+    with pytest.raises(ValueError, match="NaN or infinite") as err:
+        da.svd(k=3, dim="time", center=center)
+    filled = eval(_code(str(err.value), "fillna"), {"center": center})
+    res = da.svd(k=3, dim="time", center=filled)
+    want = _svals(_matrix(field) - np.nan_to_num(values).reshape(-1), 3)
+    np.testing.assert_allclose(_host(backend, res.S), want, rtol=1e-8)
