@@ -35,8 +35,7 @@ def _demo(args: argparse.Namespace) -> int:
     import xsvd
     from xsvd import datasets
 
-    out = sys.stdout
-    print(f"xsvd {xsvd.__version__} demo: compressed SVD of two embedded datasets\n", file=out)
+    print(f"xsvd {xsvd.__version__} demo: compressed SVD of two embedded datasets\n")
 
     figures = {}
 
@@ -44,31 +43,31 @@ def _demo(args: argparse.Namespace) -> int:
     gt = datasets.genotypes(
         args.variants, args.samples, n_populations=3, seed=args.seed, chunks=args.variants // 4
     )
-    print("1. Genotypes (PCA of samples, centered per variant)", file=out)
-    _describe_input(gt, out)
+    print("1. Genotypes (PCA of samples, centered per variant)")
+    _describe_input(gt)
     t0 = time.perf_counter()
     res = gt.svd.compressed(k=args.k, dim="samples", center=True, seed=args.seed)
     dt = time.perf_counter() - t0
-    _describe_result(res, dt, out)
+    _describe_result(res, dt)
     pcs = res.U.isel(component=[0, 1])
     means = pcs.groupby("population").mean()
-    print("   mean of PC1, PC2 per population (populations separate):", file=out)
+    print("   mean of PC1, PC2 per population (populations separate):")
     for pop in means.population.values:
         v = means.sel(population=pop).values
-        print(f"     {pop}: {v[0]:+.3f} {v[1]:+.3f}", file=out)
+        print(f"     {pop}: {v[0]:+.3f} {v[1]:+.3f}")
     figures["genotype-scores.png"] = lambda r=res: r.plot.scores(hue="population").figure
 
     # --- climate: EOFs of an SST-like field with land and area weights ----------
     sst, modes = datasets.climate_field(seed=args.seed, return_modes=True)
-    print("\n2. Sea-surface temperature (EOFs over time, area-weighted, land masked)", file=out)
-    _describe_input(sst, out)
+    print("\n2. Sea-surface temperature (EOFs over time, area-weighted, land masked)")
+    _describe_input(sst)
     w = xsvd.coslat_weights(sst, dim="time")
     t0 = time.perf_counter()
     res = sst.svd.compressed(k=args.k, dim="time", center=True, weights=w, seed=args.seed)
     dt = time.perf_counter() - t0
-    _describe_result(res, dt, out)
+    _describe_result(res, dt)
     land = int(res.V.isel(component=0).isnull().sum())
-    print(f"   land cells kept as NaN in V: {land} of {res.V.isel(component=0).size}", file=out)
+    print(f"   land cells kept as NaN in V: {land} of {res.V.isel(component=0).size}")
     corr = []
     patterns = res.V / w  # V holds weighted patterns; undo the weights to compare
     for i in range(modes.sizes["mode"]):
@@ -79,16 +78,15 @@ def _demo(args: argparse.Namespace) -> int:
     print(
         "   |correlation| of EOF patterns (V / weights) with the planted modes: "
         + " ".join(f"{c:.3f}" for c in corr),
-        file=out,
     )
     figures["climate-scree.png"] = lambda r=res: r.plot.scree().figure
     figures["climate-components.png"] = lambda r=res: r.plot.components(n=4, unweighted=True)
     figures["climate-timeseries.png"] = lambda r=res: r.plot.timeseries(n=3, scaling="unit")
-    _save_figures(figures, args.out, out)
+    _save_figures(figures, args.out)
     return 0
 
 
-def _save_figures(figures: dict, folder: str, out) -> None:
+def _save_figures(figures: dict, folder: str) -> None:
     """Write the demo's plots as PNG files (when matplotlib is installed)."""
     try:
         import matplotlib
@@ -96,18 +94,18 @@ def _save_figures(figures: dict, folder: str, out) -> None:
         matplotlib.use("Agg")  # the command only writes files
         import matplotlib.pyplot as plt
     except ImportError:
-        print('\nPlots skipped: install matplotlib (pip install "xsvd[plot]").', file=out)
+        print('\nPlots skipped: install matplotlib (pip install "xsvd[plot]").')
         return
     from pathlib import Path
 
     path = Path(folder)
     path.mkdir(parents=True, exist_ok=True)
-    print("\nPlots:", file=out)
+    print("\nPlots:")
     for name, draw in figures.items():
         fig = draw()
         fig.savefig(path / name, dpi=110, bbox_inches="tight")
         plt.close(fig)
-        print(f"   {path / name}", file=out)
+        print(f"   {path / name}")
 
 
 class UsageError(Exception):
@@ -354,14 +352,11 @@ def _run_command(args: argparse.Namespace) -> int:
         _write_netcdf(res, args.out, args.overwrite)
     else:
         res.to_zarr(args.out, mode="w" if args.overwrite else "w-")
-    _describe_result(res, seconds, sys.stdout)
+    _describe_result(res, seconds)
     if weights is not None:
-        print(f"   weights: {weights_text}", file=sys.stdout)
+        print(f"   weights: {weights_text}")
     kind = "netCDF file" if fmt == "netcdf" else "Zarr store"
-    print(
-        f"   wrote U, S, V to the {kind} {args.out} (reopen with xsvd.open_result)",
-        file=sys.stdout,
-    )
+    print(f"   wrote U, S, V to the {kind} {args.out} (reopen with xsvd.open_result)")
     return 0
 
 
@@ -383,27 +378,25 @@ def _say_warnings(caught: list, ours) -> None:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-def _describe_input(da, out) -> None:
+def _describe_input(da) -> None:
     backend = "dask" if da.chunks is not None else "numpy"
     shape = " x ".join(f"{d}={n}" for d, n in da.sizes.items())
-    print(f"   input: {shape}, {da.dtype}, {backend}-backed, {da.nbytes / 2**20:.1f} MiB", file=out)
+    print(f"   input: {shape}, {da.dtype}, {backend}-backed, {da.nbytes / 2**20:.1f} MiB")
 
 
-def _describe_result(res, seconds: float, out) -> None:
+def _describe_result(res, seconds: float) -> None:
     U, S, V = res
     evr = res.explained_variance_ratio.values
     passes = res.settings.get("passes", 1)
     print(
         f"   method: {res.method} (k={S.size}, {passes} {'pass' if passes == 1 else 'passes'} over "
         f"the data, {res.settings.get('dtype', 'float64')} products) in {seconds:.2f} s",
-        file=out,
     )
-    print(f"   U {dict(U.sizes)}, S {dict(S.sizes)}, V {dict(V.sizes)}", file=out)
+    print(f"   U {dict(U.sizes)}, S {dict(S.sizes)}, V {dict(V.sizes)}")
     head = " ".join(f"{100 * v:.1f}%" for v in evr[:5])
     print(
         f"   explained variance: {head}{' ...' if evr.size > 5 else ''} "
         f"(total of {evr.size}: {100 * evr.sum():.1f}%)",
-        file=out,
     )
 
 
