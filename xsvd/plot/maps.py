@@ -165,11 +165,6 @@ def _color_limits(values: np.ndarray, robust: bool) -> tuple[float, float, bool]
 
 
 # -------------------------------------------------------------------- maps
-def _auto_col_wrap(n: int) -> int:
-    """Maps per row: one row up to 3, then about square (2 x 2 for 4, 3 x 2 for 6)."""
-    return n if n <= 3 else int(np.ceil(np.sqrt(n)))
-
-
 def _maps(V, titles, text, geo, col_wrap, cmap, robust, nan_color, kwargs):
     pyplot()
     kwargs = dict(kwargs)
@@ -209,8 +204,8 @@ def _maps(V, titles, text, geo, col_wrap, cmap, robust, nan_color, kwargs):
     if cmap is None:
         cmap = "RdBu_r" if two_signed else "viridis"
 
-    if col_wrap is None:
-        col_wrap = _auto_col_wrap(n)
+    if col_wrap is None:  # one row up to 3 maps, then about square (2 x 2 for 4, 3 x 2 for 6)
+        col_wrap = n if n <= 3 else int(np.ceil(np.sqrt(n)))
     if not is_int(col_wrap) or col_wrap < 1:
         raise ValueError(f"col_wrap must be a positive integer (maps per row), got {col_wrap!r}.")
     ncol = min(n, col_wrap)
