@@ -195,7 +195,12 @@ class Embedding:
         R = np.zeros((T, L))
         for j in range(L):
             R[j * tau : j * tau + self.N, j] = 1.0
-        sums, squares = _window_sums(field, R)
+        # per feature and window, the sums and sums of squares of (X - 1 m^T) D (near 1 at
+        # any magnitude: D includes the field's power of two), a read each
+        R = field.here(R)
+        sums, squares = (
+            backend.to_numpy(x) for x in (field.t_times(R), field.read(R, transpose=True, power=2))
+        )
         # each column's weighted mean over its window (of the data centered by the field's)
         means = sums / self.N if center else np.zeros_like(sums)
         self.total = float((squares - self.N * means**2).sum())
@@ -235,16 +240,6 @@ class Embedding:
         B, tau, N = self.field.formed(), self.tau, self.N
         parts = [B[j * tau : j * tau + N, :] - self.on_data[j, :][None, :] for j in range(self.L)]
         return self.field.xp.concat(parts, axis=1)
-
-
-def _window_sums(f: Field, R):
-    """Per feature and window, on the host: the sums and sums of squares of ``(X - 1 m^T) D``
-    (n x L each, near 1 at any magnitude: ``D`` includes the field's power of two), a read
-    each (a Dask field streams)."""
-    Rd, v = f.here(R), f.on_data
-    sums = f.t_times(Rd)
-    squares = f.read(Rd, transpose=True, mean=v.mean, scale=v.scale, power=2)
-    return backend.to_numpy(sums), backend.to_numpy(squares)
 
 
 class ExtendedEOFResult(Result):

@@ -75,6 +75,8 @@ DATA_RANGE = {np.dtype(np.float32): (-100, 100), np.dtype(np.float64): (-1000, 1
 ROW_BLOCK_VALUES = 1 << 22
 #: Per-stripe partial sums added per task over Dask stripes (few alive at once).
 SPLIT_EVERY = 2
+#: Rows of the panels of :meth:`Field.blocks` (products of two panels are small).
+PANEL_ROWS = 256
 
 
 #: The analyses reading through :func:`prepare_field` take no ``missing=``.
@@ -177,80 +179,41 @@ class Field:
 
     def formed(self):
         """``B`` in memory (samples x kept features, float64, where the data are), one read."""
-        v = self.on_data
-        by_features = self.executor().axis == 1
-        out = self.read(None, transpose=by_features, mean=v.mean, scale=v.scale)
+        by_features = _executor(self.data).axis == 1
+        out = self.read(None, transpose=by_features, power=1)
         return out.T if by_features else out
 
-    def executor(self):
-        """The core's executor over the data (:mod:`xsvd.core.randomized.executors`): at once
-        in memory; for Dask, one ``dask.compute`` per read, by stripes of samples, or of
-        features where the data are in one chunk along the samples and several along them."""
-        a = self.data
-        if not backend.is_dask(a):
-            return Eager(a, 0)
-        return Stepwise(a, 1 if a.numblocks[0] == 1 < a.numblocks[1] else 0, SPLIT_EVERY)
-
-    def read(self, M, *, transpose: bool = False, mean=None, scale=None, power: int = 1):
-        """``X M`` (``transpose``: ``X^T M``) in float64, one read through the core's
-        executor and stripes (:func:`_product`; ``M`` in the data's precision first); with
-        ``mean`` and ``scale``, of ``((X - 1 mean^T) diag(scale))**power`` in float64
-        instead of ``X`` (``M`` None: that matrix itself, or its transpose)."""
-        ex = self.executor()
-        dtype = np.dtype(np.float64 if mean is not None else self.dtype)
+    def read(self, M, *, transpose: bool = False, power: int = 0):
+        """``X M`` (``transpose``: ``X^T M``) in float64, one read through the core's executor
+        and stripes (:func:`_product`; ``M`` in the data's precision first); ``power`` 1 or 2:
+        of ``B`` or ``B**2`` (float64) instead of ``X``; ``M`` None: that matrix (or its
+        transpose) itself."""
+        ex, v = _executor(self.data), self.on_data
+        dtype = np.dtype(np.float64 if power else self.dtype)
         M = None if M is None else backend.astype(M, dtype, copy=False)
-        args = (M, ex.axis, transpose, dtype, mean, scale, power)
+        args = (M, ex.axis, transpose, dtype, v.mean, v.scale, power)
         return _read(ex, _product, *args, summed=M is not None and (ex.axis == 0) == transpose)
 
-    def column_blocks(self):
-        """Slices of columns whose blocks (every sample) hold at most ``BLOCK_VALUES``
-        values (``LAZY_BLOCK_VALUES`` for Dask data: whole chunks of features together
-        where they fit, so that each chunk is produced for one block only)."""
+    def blocks(self):
+        """``B`` a block of columns at a time (every sample, at most ``BLOCK_VALUES`` values,
+        ``LAZY_BLOCK_VALUES`` for Dask), one read each through the core's executor, as
+        ``(rows, B[rows, columns])`` panels of at most ``PANEL_ROWS`` rows in float64: the
+        stripes of samples it read, never joined (one block in memory at a time when the
+        caller lets go of each before the next)."""
         m, n = self.shape
-        lazy = backend.is_dask(self.data)
-        step = max(1, (LAZY_BLOCK_VALUES if lazy else BLOCK_VALUES) // max(m, 1))
-        sizes = self.data.chunks[1] if lazy else (n,)
-        start = 0
-        for first, end in zip(np.cumsum((0, *sizes[:-1])), np.cumsum(sizes), strict=True):
-            first, end = int(first), int(end)
-            if end - start <= step:
-                continue  # the whole chunk joins the block
-            if first > start:  # the block of whole chunks so far
-                yield slice(start, first)
-                start = first
-            while end - start > step:  # a chunk larger than a block: in pieces
-                yield slice(start, start + step)
-                start += step
-        if start < n:
-            yield slice(start, n)
-
-    def blocks(self, *, weighted: bool = True):
-        """``(columns, B[:, columns])`` in float64, a block of columns (every sample) at a
-        time, in the memory of the data (a Dask field's block is computed: one block in
-        memory at a time when the caller lets go of each before the next);
-        ``weighted=False``: of ``X - 1 mu^T``."""
-        v = self.on_data
-        for cols in self.column_blocks():
-            block = self._columns(cols)  # a new float64 array, never the data's memory
-            block -= v.mean[cols]
-            if weighted:
-                block *= v.scale[cols]
-            yield cols, block
-            del block  # before the next is read
-
-    def _columns(self, cols: slice):
-        """``X[:, cols]`` as a new float64 array in memory; a Dask field's chunks are
-        written into it one by one as they are read (``dask.array.store``: no chunk is
-        held until the block is done)."""
-        if not backend.is_dask(self.data):
-            return backend.astype(self.data[:, cols], np.float64)  # a copy
-        import dask.array as da
-
-        lazy = self.data[:, cols]
-        meta = backend.chunk_type(lazy)
-        out = backend.api(meta).empty(lazy.shape, dtype=backend.api(meta).float64)
-        da.store(lazy, out, lock=False)
-        return out
+        step = max(1, (LAZY_BLOCK_VALUES if backend.is_dask(self.data) else BLOCK_VALUES) // m)
+        v, dtype = self.on_data, np.dtype(np.float64)
+        for start in range(0, n, step):
+            cols = slice(start, min(n, start + step))
+            ex = _executor(self.data[:, cols], 0)
+            args = (None, 0, False, dtype, v.mean[cols], v.scale[cols], 1)
+            parts = _read(ex, _product, *args, summed=None)
+            yield [
+                (slice(offset + r.start, offset + r.stop), part[r, :])
+                for offset, part in zip(ex.offsets, parts, strict=True)
+                for r in panels(part.shape[0])
+            ]
+            del parts  # before the next is read
 
     def full(self, values, fill=np.nan):
         """Kept-feature rows (kept x k) back on every feature of the layout, ``fill`` elsewhere
@@ -283,18 +246,36 @@ def _float64(x):
     return backend.astype(x, np.float64, copy=False)
 
 
-def _read(ex, kernel, *args, summed: bool, items=None):
+def _executor(a, axis=None):
+    """The core's executor over ``a`` (:mod:`xsvd.core.randomized.executors`): at once in
+    memory; for Dask, one ``dask.compute`` per read, by stripes of samples (``axis=0``),
+    or of features (``axis=1``; by default where ``a`` is in one chunk along the samples
+    and in several along the features)."""
+    if not backend.is_dask(a):
+        return Eager(a, 0)
+    if axis is None:
+        axis = 1 if a.numblocks[0] == 1 < a.numblocks[1] else 0
+    return Stepwise(a, axis, SPLIT_EVERY)
+
+
+def _read(ex, kernel, *args, summed: bool | None, items=None):
     """``kernel(stripe, offset, *args)`` on every stripe of the executor ``ex`` (or on
-    ``items``), one read: the sum of the results (``summed``), else the results joined
-    along their first dimension, computed."""
-    parts = ex.map(
-        kernel, ex.stripes() if items is None else items, *args, per_stripe=(ex.offsets,)
-    )
+    ``items``), one read: the sum of the results (``summed``), the results joined along
+    their first dimension (False) or their list (None), computed."""
+    stripes = ex.stripes() if items is None else items
+    parts = ex.map(kernel, stripes, *args, per_stripe=(ex.offsets,))
     if summed:
         (total,) = ex.end_pass((ex.sum(parts),))
         return total
-    (parts,) = ex.end_pass((parts,))
-    return parts[0] if len(parts) == 1 else backend.api(parts[0]).concat(list(parts), axis=0)
+    (parts,) = ex.end_pass((list(parts),))
+    if summed is None or len(parts) == 1:
+        return parts if summed is None else parts[0]
+    return backend.api(parts[0]).concat(parts, axis=0)
+
+
+def panels(n: int):
+    """Slices of at most ``PANEL_ROWS`` of ``n`` rows."""
+    return (slice(r, min(n, r + PANEL_ROWS)) for r in range(0, n, PANEL_ROWS))
 
 
 def _product(blocks, offset, M, axis, transpose, dtype, mean, scale, power):
@@ -306,7 +287,7 @@ def _product(blocks, offset, M, axis, transpose, dtype, mean, scale, power):
     total, pieces = None, []
     for start, stop in sub_blocks(blocks[0].shape[axis], other, ROW_BLOCK_VALUES):
         x = stripe_sub(blocks, axis, start, stop, dtype)
-        if mean is not None:
+        if power:
             cols = slice(None) if axis == 0 else slice(offset + start, offset + stop)
             x = ((x - mean[cols]) * scale[cols]) ** power
         x = x.T if transpose else x
