@@ -7,7 +7,241 @@ in its backticks where it has some, run as written with ``eval``/``exec``), and 
 answer against a NumPy truth computed here (``numpy.linalg.svd`` of the centered, weighted
 matrix prepared by hand), not merely that the call runs.
 
-TABLE_PLACEHOLDER
+How to read the table. One row per message that tells the user what to do, by file
+(line at the time of writing, and the function), what triggers it, the advice, and where it
+is followed: ``T`` a test here (``test_`` left off the name); ``C`` covered by a followed-advice
+test elsewhere; ``X`` followed here as a strict xfail: the advice is wrong, and the change
+it needs is reported (the message is in a file another session owns); ``N`` not followable
+in a test (an outside tool, an install, a damaged file); ``D`` diagnosis or the allowed
+values only, no call to follow. ``*`` marks a message fixed in this change (the old advice
+was wrong or named no call).
+
+labeled/layout.py
+  66 from_dataarray   not a DataArray -> ``xr.DataArray(array, dims=(...))``, ``ds['sst']``
+                      T plain_array_advice_wraps_it, dataset_advice_picks_the_variable
+  78, 84              dim names nothing / no such dim -> one of the dims   T dim_naming_no_dim..
+  92                  every dim as samples -> leave one out   T every_dim_as_samples_advice..
+  98                  a dim named 'component' -> ``da.rename({'component': 'mode'})``
+                      T component_dim_advice_renames_it
+  72, 89, 105         under 2 dims / dim twice / empty data    D
+  158, 168 *          new data lack the single size-1 label -> ``data.sel(level=850.0)`` of
+                      data that hold it (was ``.sel(...)`` on the new data, which lack it)
+                      T single_level_advice_selects_it_where_the_data_hold_it
+  183                 new data lack a feature dim                D
+  189 *               other feature count -> ``new.sel(lon=res.V['lon'])`` or ``isel``
+                      (was "``.sel()`` or ``.reindex_like()``")
+                      T other_feature_count_advice_selects_the_decomposed_features
+  199 *               other feature labels -> ``new.reindex_like(res.V)`` (was ``(...)``)
+                      T other_coordinate_advice_reindexes_like_the_result
+labeled/dims.py
+  105 default_sample_dim  ambiguous sample dim -> ``dim='time'`` / ``dim=<first>``
+                      T ambiguous_sample_dim_advice_names_one, time_not_first_advice_..
+  nan_hint (152, 170) swapped dims -> ``dim='time'``; all-NaN samples -> ``da.dropna(...,
+                      how='all')``   T swapped_dims_advice_passes_the_time_dim,
+                      all_nan_samples_advice_drops_them (message: C test_defaults.py)
+labeled/base.py
+  264, 268            reconstruct/project not defined -> the class's reason (bootstrap:
+                      "use ``xsvd.svd``")   T bootstrap_reconstruct_advice_uses_xsvd_svd;
+                      MCA, extended, Hilbert: "run ... on the data" D
+  276 _check_k        k a bool -> omit it   T boolean_k_advice_omits_it;   281 D
+labeled/result.py
+  377 project         missing='zero' -> ``missing='mean'``   T unknown_missing_advice_..
+  383                 missing='mean', uncentered -> ``center=True`` or ``new.fillna(value)``
+                      T missing_mean_of_an_uncentered_result_advice_centers
+  422 _zero_masked *  NaN in new data -> ``missing='mean'`` or ``new.interpolate_na(dim)``
+                      (was "Fill or drop them")   T nan_in_new_data_advice
+  449 _in_memory_of   Dask data, device result -> ``other.compute()`` / ``res.as_numpy()``
+                      T lazy_data_on_a_device_result_advice (strict device)
+labeled/statistics.py
+  65 _check_ddof *    ddof >= n -> ``ddof=0 or 1``; for one sample ``ddof=0`` alone (1
+                      failed the same way)   T ddof_advice_of_a_single_sample;   63, 80 D
+  392 _aligned_field * data lack some of the decomposition's labels -> decompose their
+                      samples, ``da.sel(time=data['time']).svd(...)`` (was
+                      ``data.sel(time=res.U['time'])``: a KeyError, they lack those labels)
+                      T data_over_fewer_samples_advice_decomposes_their_period
+  401 *               other sample count, no labels -> ``data.isel(time=slice(0, n))`` (was
+                      "Select the same samples")   T data_of_other_sample_count_without_..
+  408                 a 'component' dim -> ``data.rename(...)``   T component_dim_in_stat..
+  374, 383, 414       not a DataArray / no sample dim / not numeric   D
+labeled/units.py
+  160 attr_units      quantified weights, unknown units attribute -> ``da.pint.quantify('K')``
+                      T unknown_units_attribute_with_quantified_weights_advice_quantifies
+  284 magnitude_in    plain new data -> ``new.pint.quantify(...)``   T new_data_without_un..
+  295                 quantified new data, plain result -> ``new.pint.dequantify()``
+                      T quantified_new_data_for_a_plain_result_advice_dequantifies_them
+  336 _converted      units pint cannot convert -> convert and set the attribute
+                      T units_pint_cannot_convert_advice_converts_by_hand
+  327                 without pint -> convert, or install pint   N (pint absent);  304 D
+climate/weights.py *  (unnamed data were called "None" in 93 and 105)
+  93, 105 coslat_weights  lat= names none / no latitude found -> name it with ``lat=``
+                      T coslat_without_a_known_latitude_advice_names_it
+  114                 latitude along the samples -> decompose along time
+                      T latitude_along_the_samples_advice_decomposes_along_time;  122 D
+climate/multivariate.py
+  514 _as_variables   a DataArray -> ``da.svd(...)``   T dataarray_to_the_multivariate_svd..
+  503                 coordinates only -> ``xr.Dataset({'sst': sst, 'slp': slp})``
+                      T dataset_of_coordinates_only_advice_makes_them_variables
+  530 _sample_dims    default dims differ -> ``dim=...``   T variables_with_other_default..
+  541, 547            no sample / no feature dim -> ``ds.drop_vars(...)``,
+                      ``ds[...].expand_dims('point')``   T variable_without_a_dim_advice_..,
+                      variable_without_features_advice_gives_it_one
+  275 to_matrix       a text variable -> ``ds[[...]]`` / ``ds.drop_vars(...)``
+                      T text_variable_advice_selects_the_fields
+  295, 302            weights keyed wrong / lacking one -> ``weights={...}``,
+                      ``weights={**weights, 'slp': None}``   T weights_for_an_unknown_var..,
+                      weights_lacking_a_variable_advice_gives_it_none
+  340                 equal_variance, variance 0 -> ``ds.drop_vars(...)``
+                      C test_trust_advice.py::test_equal_variance_with_a_variable_of_no_..
+  561, 444, 195       samples differ / new data over other periods / gaps -> ``xr.align(...,
+                      exclude=...)``   C test_trust_advice.py (three tests)
+  574 _check_shared   same-named feature dims -> ``b.rename(lat='lat_b')``
+                      T same_named_feature_dims_advice_renames_one
+  430 combined_new    new data lack a variable   T new_data_lacking_a_variable_advice_..
+climate/rotation.py
+  290 rotate          power with varimax -> ``method='promax'`` or leave out power
+                      T power_with_varimax_advice
+  300                 n=1 -> n between 2 and k   T rotating_one_component_advice_takes_two
+  413 varimax         unconverged (warning) -> larger max_iter   T unconverged_varimax_..
+  166 reconstruct     k < n rotated -> ``res.unrotated.reconstruct(k)``
+                      T reconstruct_with_fewer_rotated_components_advice;  288, 297-307 D
+core/common.py
+  153 validate_shape  center=True, one sample -> center=False   T single_sample_advice_..
+  164 validate_k      compressed without k -> ``.svd.compressed(k=10)``
+                      T compressed_without_k_advice_passes_k
+  178                 k too large -> k <= limit   T k_out_of_range_advice_takes_the_largest
+  148, 170, 173       empty data / k not an integer / k < 1   D
+core/backend.py
+  545 compute_dtype   not numeric -> ``da.astype('float64')``   T non_numeric_data_advice_..
+  537                 complex -> the real form ``np.block(...)``
+                      C test_trust_numerics.py::test_complex_input_advice_gives_the_complex_svd
+  464-470             CuPy / a GPU missing -> ``pip install "xsvd[gpu]"``   N;  517, 529 D
+core/config.py
+  109, 114 set_options  unknown option / below its least -> the options, the bound
+                      T set_options_advice_names_the_options_and_bounds
+
+Files of other sessions (their advice tested here; changes reported, not made):
+core/missing.py
+  119, 130, 173       missing='fill' / negative_missing with missing='error' / NaN ->
+                      ``missing='mean'``   T missing_advice_takes_the_feature_means
+  NAN_ADVICE          -> ``da.interpolate_na(dim)``   T nan_advice_interpolate_fills_the_gaps;
+                      -> "drop ... with ``da.dropna(...)``": no call, and ``dropna('time')``
+                      drops every sample where land is NaN   X nan_advice_drop_leaves_the_..
+  INFINITE_ADVICE     -> ``da.where(np.isfinite(da))`` + missing='mean'
+                      T infinite_values_advice_makes_them_nan_then_means
+core/options.py
+  74 check_count      a bool count -> ``n_power_iter=3``   T boolean_count_advice_passes_a_..
+  220, 225, 229, 236  n_power_iter and tol / tol out of range / tol lazy / max_passes alone
+                      T n_power_iter_and_tol_advice_keeps_one, tol_out_of_range_advice_..,
+                      tol_with_a_lazy_result_advice_computes, max_passes_without_tol_..
+  152-175 center      center= values (CENTER_HOW) -> True/False/values   D (values: below)
+core/randomized/    solver.py 391 krylov=False warning -> keep krylov=True
+                      T rough_estimates_warning_advice_keeps_krylov;  solver.py 363 (tol not
+                      reached -> larger max_passes) T tol_not_reached_warning_advice_..;
+                      plan.py 284 (exact cheaper) T exact_is_cheaper_warning_advice_..;
+                      plan.py 250, 261 (chunk sizes) N (GiB stripes); magnitude.py 189
+                      (compute=True) N (needs a lazy overflow); exact.py 265 N (GiB blocks)
+labeled/preprocess.py
+  47 weights_vector   NumPy weights -> ``xsvd.coslat_weights(da)``
+                      T weights_as_a_plain_array_advice_uses_coslat_weights
+  228 _aligned        weights on other labels -> ``w.reindex(...)``, ``w.assign_coords(...)``
+                      T weights_on_other_labels_advice
+  116                 NaN/negative weights at the poles -> clip; degrees to np.cos
+                      C test_trust_advice.py (float32 poles, degrees)
+  160, 193 center_vector  center as a plain array / NaN -> ``xr.DataArray(...)``,
+                      ``center.fillna(0)``   T center_as_a_plain_array_advice_wraps_it,
+                      center_with_nan_advice_fills_them;  169, 177, 183 D
+  283 standardized_weights  std whose reciprocal overflows -> ``da * 1e300``
+                      T standardize_of_tiny_values_advice_scales_them_up;  267 D
+labeled/api.py
+  106 choose_method   both sides large, no k -> ``da.svd(k=10)`` or ``method='exact'``
+                      T large_matrix_without_k_advice (exact: marked slow)
+  364 solve_matrix    compressed options, exact -> drop or ``method='compressed'``
+                      T compressed_options_for_the_exact_svd_advice
+  394 warn_uncentered -> center=True   C test_center_warning.py
+climate/fields.py
+  419 check_same_memory  two memories -> ``left.as_numpy()``   T mca_fields_in_two_memories..
+                      (CuPy); X on array-api-strict (xarray's as_numpy cannot copy it)
+  533, 538, 543       exact + compressed options / krylov=False / dtype= ->
+                      drop, ``method='compressed'``, ``da.astype('float32')``
+                      T mca_compressed_options_for_exact_advice, mca_krylov_false_advice_..,
+                      mca_dtype_advice_converts_the_data
+  NO_MISSING          -> ``da.interpolate_na(dim)``   T mca_gaps_advice_interpolates
+climate/mca.py 252, 264   samples differ -> ``xr.align(..., exclude=...)``
+                      C test_trust_mca.py::test_misaligned_fields_advice_aligns_the_samples_..
+climate/hilbert.py, analytic_field.py, extended.py
+  hilbert 420, 495, 500  options for the exact solver -> drop or ``method='compressed'``
+                      T hilbert_compressed_options_for_exact_advice
+  hilbert 429, 442    compressed without k / k above the ocean features -> ``k=``, k <= n
+                      T hilbert_compressed_without_k_advice_passes_k,
+                      hilbert_k_above_the_ocean_features_advice;  hilbert 559 (tol) D
+  analytic_field 291  gaps -> ``da.interpolate_na('time')`` / ``da.fillna(0)``
+                      T hilbert_gaps_advice_fills_them
+  extended 136        embedding too long -> fewer lags
+                      T extended_eof_embedding_too_long_advice_uses_fewer_lags
+climate/bootstrap.py, resampling.py
+  bootstrap 57, 63, 192   dtype= / krylov=False / ci=95 -> leave out, ``0.95``
+                      T bootstrap_option_advice_leaves_it_out, bootstrap_ci_advice_..
+  bootstrap 275, 420  unconverged (warning) / replicate_V -> leave out n_power_iter,
+                      ``keep_patterns=True``   T bootstrap_unconverged_advice_..,
+                      bootstrap_replicate_patterns_advice_keeps_them;  bootstrap 266 D
+  resampling NAN_ADVICE  -> ``da.interpolate_na(dim)``   T bootstrap_gaps_advice;
+                      -> ``da.dropna(dim, how='any')``: drops every sample where land is
+                      NaN   X bootstrap_gaps_advice[dropna]
+genomics/ (scaling.py is another session's: C test_trust_genomics_round3.py, dim= and
+founders=False)
+  projection 272, 277, 283   uncentered / another sample dim / another variant dim ->
+                      ``center=True``, ``dim=``, rename   T uncentered_pca_projection_advice_..,
+                      projection_dims_advice
+  projection 387      variants missing -> PCA on ``kept.sel(variants=common)``
+                      T missing_variants_advice_runs_the_pca_on_the_common_ones
+  projection 292, 408 shrinkage with oadp / other alleles -> leave it out or lzw; drop them
+                      from both   T oadp_with_shrinkage_advice, other_alleles_advice_..;
+                      393 (duplicate ids: drop them), 98, 267, 300-333 D
+  packing 48, plink 408   another sample dim -> ``dim=``   T genotype_writers_dim_advice
+  plink2 74, 200      no sample ids / loadings of an uncentered PCA ->
+                      ``scores.assign_coords(samples=ids)``, ``loadings=None``
+                      T scores_without_ids_advice_assigns_them, uncentered_pca_loadings_..
+  plink2 219, 241, 246  OBS_CT unknown (warning) / other genotypes ->
+                      ``write_plink_pca(res, prefix, genotypes=kept)``
+                      T afreq_without_observation_counts_advice_..,
+                      eigenvec_allele_of_other_genotypes_advice_passes_the_pca_ones
+  plink2 301, 313     variant ids missing / duplicated -> ``plink2 --set-...-var-ids``   N
+  twstats 349, 367    n_variants as text / k of the eigenvalues -> ``int(text)``,
+                      ``xsvd.tracy_widom(xsvd.genomics.relationship_eigenvalues(kept, w,
+                      missing='mean'))``   T tracy_widom_count_as_text_advice,
+                      tracy_widom_of_k_components_advice_tests_every_eigenvalue
+  twstats 517         missing calls -> missing="mean"
+                      C test_trust_genomics_round3.py::test_relationship_eigenvalues_are_..
+  twstats 119, pgen 92   SciPy / pgenlib missing -> pip install   N
+  vcf 41              no such variable -> ``genotype=``
+                      T dosage_of_another_variable_name_advice_passes_genotype
+  tables 105, 109     duplicate sample ids -> own ids; ``isel``   D (xarray's isel)
+  pgen 105-324, plink 179-352, tables 41-65  damaged or mismatched files -> the files
+                      written together, ``plink2 --make-pgen``, ``zstd -d``   N
+cli.py
+  316, 322, 343 and the library advice in flags -> ``--dim time``, ``--k``, ``--missing
+                      mean``   T cli_advice_in_flags;  307 -> ``--overwrite``
+                      T cli_existing_output_advice_overwrites;  163 (VCF: plink2) N;
+                      241-250 (coslat -> --weights VAR) T cli_coslat_without_a_latitude_..;
+                      183, 289 (h5netcdf) N;  131, 209, 262, 270 D
+io/
+  store 81 write_store  path exists -> ``mode='w'``
+                      T existing_store_advice_overwrites_with_mode_w
+  zarr 141 pick_variable  several variables -> ``variable=``
+                      T store_of_several_variables_advice_chooses_one
+  zarr 332, 468/469 (missing chunks), store 119, 266-293, netcdf 45, results 156-297,
+  parts 92, errors 39   damaged stores, versions, installs   N
+plot/
+  lines 120 timeseries  ax= and 3 components -> ``overlay=True``
+                      T timeseries_on_one_axes_advice_overlays
+  common 178 single_sample_dim  two sample dims -> ``da.stack(sample=(...))``, dim='sample'
+                      T timeseries_of_two_sample_dims_advice_stacks_them
+  maps 72, 90, 122-210, scatter 92, lines 114, common 53-168   D (allowed values);
+  maps 50, common 53  matplotlib / cartopy missing   N
+datasets/
+  checks 52 maybe_chunk  chunks of an unknown dim -> its dims
+                      T dataset_chunks_of_an_unknown_dim_advice_uses_its_dims
+  checks 69 (dask missing) N; climate 116-272, genotypes 107 D (value ranges)
 """
 
 from __future__ import annotations
@@ -1777,3 +2011,36 @@ def test_center_with_nan_advice_fills_them(backend):
     res = da.svd(k=3, dim="time", center=filled)
     want = _svals(_matrix(field) - np.nan_to_num(values).reshape(-1), 3)
     np.testing.assert_allclose(_host(backend, res.S), want, rtol=1e-8)
+
+
+def test_tol_not_reached_warning_advice_passes_a_larger_max_passes():
+    """solver.py: tol not reached in max_passes=2 (a warning); a larger max_passes reaches
+    it, silently, with the singular values right to tol."""
+    s = np.r_[10.0, 9.9, 9.8, 9.7, 9.6, np.geomspace(9.5, 0.1, 25)]
+    x = matrix_with_spectrum(s, 200, 120, seed=14)
+    da = xr.DataArray(x, dims=("time", "cell"))
+    opts = dict(k=3, dim="time", method="compressed", seed=0, tol=1e-8)
+    with pytest.warns(RuntimeWarning, match="Pass a larger max_passes"):
+        da.svd(max_passes=2, **opts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = da.svd(max_passes=60, **opts)
+    np.testing.assert_allclose(res.S, s[:3], rtol=1e-7)
+
+
+def test_cli_coslat_without_a_latitude_advice_gives_a_weights_variable(tmp_path, capsys):
+    """cli.py: --weights coslat with no latitude; the advised --weights VAR (a variable of
+    the store) weights the features by it."""
+    from xsvd.cli import main
+
+    field = _field().rename(lat="y")
+    store = _cli_store(tmp_path, field)
+    w = xr.DataArray(np.linspace(0.5, 1.0, 4), dims="y", coords={"y": field.y})
+    w.to_dataset(name="w").to_zarr(store, mode="a")
+    out = tmp_path / "out.zarr"
+    argv = ["run", str(store), "--var", "sst", "--dim", "time", "--k", "3", "--center"]
+    assert main([*argv, "--weights", "coslat", "--out", str(out)]) == 2
+    assert "give --weights VAR" in capsys.readouterr().err
+    assert main([*argv, "--weights", "w", "--out", str(out)]) == 0
+    x = _centered(_matrix(field)) * np.repeat(w.values, 5)
+    np.testing.assert_allclose(xsvd.open_result(out).S, _svals(x, 3), rtol=1e-6)
