@@ -215,3 +215,28 @@ def test_labeled_center_refusals_say_how_to_fix(make, error, match):
     da = _field()
     with pytest.raises(error, match=match):
         da.svd.compressed(k=2, dim="time", center=make(da), seed=0)
+
+
+@pytest.mark.parametrize("solver", ["compressed", "exact"])
+def test_given_center_of_packed_genotypes(backend, solver):
+    """Packed genotypes (2 bits a call) on every backend, the founders' frequencies as the
+    center, missing calls filled with them: the PCA of the matrix made by hand."""
+    rng = np.random.default_rng(7)
+    g = rng.integers(0, 3, (50, 36)).astype(np.float64)  # variants x samples
+    g[rng.random(g.shape) < 0.04] = np.nan
+    founders = np.arange(36) < 24
+    p = np.nanmean(g[:, founders], axis=1) / 2
+    gt = xr.DataArray(g, dims=("variants", "samples"))
+    packed = xsvd.pack_genotypes(gt.copy(data=backend(g)))
+    center = xr.DataArray(2 * p, dims="variants")
+    kw = dict(dim="samples", center=center, missing="mean")
+    if solver == "compressed":
+        res = packed.svd.compressed(k=3, seed=0, n_power_iter=8, **kw)
+    else:
+        res = packed.svd.exact(k=3, **kw)
+    _, S0, V0, ss0, _ = _reference(g.T, 2 * p, 1.0, True)
+    S, V = backend.host(res.S.data, res.V.transpose("variants", "component").data)
+    np.testing.assert_allclose(S, S0[:3], rtol=1e-6)
+    np.testing.assert_allclose(np.abs(V), np.abs(V0[:, :3]), atol=1e-5)
+    np.testing.assert_allclose(backend.host(res.mean.data), 2 * p, rtol=1e-15)
+    assert res.settings["center"] == "given"

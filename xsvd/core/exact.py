@@ -127,6 +127,8 @@ def _prepare(a, dtype, center, weights, rule: MissingRule, locate):
     every sample under ``missing="error"`` (zeros there, so they stay zero).
     """
     given = None if isinstance(center, bool) else backend.on_backend_of(center, a)
+    if backend.is_packed(a) and not backend.is_dask(a):  # genotypes: unpacked (exact)
+        a = a.unpack(dtype)  # on the bytes' backend (a device's library takes no duck array)
     xp = backend.array_module(a)  # numpy, cupy or dask.array: the same code for each
     m = a.shape[0]
     f64 = backend.to_dtype(xp, np.float64)
