@@ -208,17 +208,14 @@ def bootstrap(
         blocks = rng.standard_normal((C.shape[1], m, l))
         out = _run_batch(reader, C, blocks, k, stop, center, keep_patterns)
         if start == 1:
-            S.append(out.S[:1, ...])
-            ratio.append(out.ratio[:1, ...])
-            data = out.data
+            data, turn = out.data, 1.0
             if not center and m > 1:  # one sample: nothing to center
                 warn_uncentered(data)
-            turn = 1.0
         else:  # this batch's original may have other signs than the first's
             same = xp.sum(_zero_nan(data.V) * _zero_nan(out.V[0, ...]), axis=0)
             turn = _flips(same < 0)
-        S.append(out.S[1:, ...])
-        ratio.append(out.ratio[1:, ...])
+        S.append(out.S[int(start > 1) :, ...])  # the data's own once
+        ratio.append(out.ratio[int(start > 1) :, ...])
         dots.append(out.dots[1:, ...] * turn)
         if keep_patterns:
             Vs.append(out.V[1:, ...])  # its signs are matched to the first original later

@@ -72,10 +72,8 @@ INFINITE_ADVICE = "Replace or drop those features before the call."
 class Stopping:
     """When the passes of a batch stop.
 
-    ``most``: passes at most (``n_power_iter + 1`` when fixed); ``tol``: a
-    replicate stops earlier once its estimated relative errors (of each of its
-    ``k`` singular values, and its residuals) are at most this, or (``at_precision``,
-    the default stop) at the precision of the products, as the core's solvers do
+    ``most``: passes at most (``n_power_iter + 1`` when fixed); ``tol``, ``at_precision``:
+    a replicate stops earlier where the core's solvers would
     (:func:`~xsvd.core.randomized.small.stop_reason`); None: exactly ``most`` passes
     (unless the Krylov space fills the samples first).
     """
@@ -83,11 +81,6 @@ class Stopping:
     most: int
     tol: float | None
     at_precision: bool = False
-
-    @property
-    def limit(self) -> str:
-        """The reason given when ``most`` passes were made."""
-        return MAX_PASSES if self.tol is not None else FIXED
 
 
 @dataclass(frozen=True)
@@ -97,11 +90,9 @@ class Batch:
     ``S`` (B, k) and ``errors`` (B, k, 3: the estimated errors of S, angle,
     residual) in the data's units, ``ratio`` (B, k): ``S**2 / ||B_c||_F**2``
     (NaN where that is 0), ``V`` (B or 1, features, k), ``dots`` (B, k): each
-    pattern's dot product with column 0's, ``data`` column 0's decomposition (the
-    core's :class:`~xsvd.core.common.Decomposition`: ``U`` the sample-side vectors, ``V``
-    the patterns, ``S``, ``errors``, sum of squares), ``passes`` (the most of any
-    replicate), ``stopped`` (why),
-    ``bounds`` (whether the estimates are bounds,
+    pattern's dot product with column 0's, ``data`` column 0's (the data's)
+    :class:`~xsvd.core.common.Decomposition`, ``passes`` (the most of any replicate),
+    ``stopped`` (why), ``bounds`` (whether the estimates are bounds,
     :func:`~xsvd.core.randomized.small.estimates_are_bounds`), ``reached`` (the largest
     relative error of any replicate, :func:`~xsvd.core.randomized.small.relative_errors`).
     """
@@ -203,21 +194,26 @@ class Reads:
         xp, m = self.xp, self.n_samples
         if len(active) < counts.shape[1]:
             counts = xp.stack([counts[:, b] for b in active], axis=1)
+        flat, sT = _spread(counts, T)
         if not self.by_samples:
             while True:
-                args = (self.weights, self.scale, counts, T, center, first, self.sub_block)
+                args = (self.weights, self.scale, counts, flat, sT, center, first, self.sub_block)
                 sums, stats = self._read(_feature_pass, *args, nout=2)
                 stats = self.xp.concat(stats, axis=1) if first else None
                 if not first or not self.checked(stats[0, :], stats[1, :], stats[2, :]):
-                    return sums.product, sums.ss
+                    break
+            # every stripe's sum times sqrt(c), once (B x m x l)
+            P = xp.permute_dims(xp.reshape(sums.product, (m, *sT.shape)), (1, 0, 2))
+            return xp.sqrt(counts).T[:, :, None] * P, sums.ss
         while True:  # stripes of samples: Y_c = B_c^T T_c, then B_c Y_c
-            sums = self._read(_sample_co, self.scale, self.shift, counts, T, first, self.sub_block)
+            args = (self.scale, self.shift, counts, flat, first, self.sub_block)
+            sums = self._read(_sample_co, *args)
             if not first or not self.checked(sums.missing, sums.infinite, sums.amax):
                 break
         if first:  # mu_c - shift, as the read subtracted it
             self.means = sums.colsum / m if center else None
         means = self._means(active)
-        G = self._weighted(sums.product, counts, T, means, square=True)
+        G = self._weighted(sums.product, sT, means, square=True)
         sums = None  # the products go before the next read
         if first and center and self.shift is None:  # the data's means: subtracted from now on
             self.shift = self.means[:, 0]
@@ -237,14 +233,12 @@ class Reads:
             return self.means
         return self.xp.stack([self.means[:, b] for b in active], axis=1)
 
-    def _weighted(self, P, counts, T, means, square: bool):
-        """``w (P - mu~_c (s_c^T T_c))`` (``w**2`` when ``square``): ``B_c^T T_c`` from the
-        summed products ``P`` of the centered data (features x B x l)."""
-        xp = self.xp
-        n, (B, _, l) = self.n_features, T.shape
-        P = xp.reshape(P, (n, B, l))
+    def _weighted(self, P, sT, means, square: bool):
+        """``w (P - mu~_c (s_c^T T_c))`` (``w**2`` when ``square``; ``sT``: ``s_c^T T_c``, B x
+        l): ``B_c^T T_c`` from the summed products ``P`` of the centered data (features x B x
+        l)."""
+        P = self.xp.reshape(P, (self.n_features, *sT.shape))
         if means is not None:
-            sT = xp.sum(xp.sqrt(counts).T[:, :, None] * T, axis=1)  # B x l
             P = P - means[:, :, None] * sT[None, :, :]
         if self.weights is None:
             return P
@@ -257,15 +251,16 @@ class Reads:
         column 0's (B x k)."""
         xp = self.xp
         inverse = xp.where(S > 0, 1 / xp.where(S > 0, S, 1.0), 0.0)
+        flat, sU = _spread(counts, U)
         if self.by_samples:
-            P = self._read(_sample_co, self.scale, self.shift, counts, U, False, self.sub_block)
-            P = self._weighted(P.product, counts, U, self.means, False)
+            P = self._read(_sample_co, self.scale, self.shift, counts, flat, False, self.sub_block)
+            P = self._weighted(P.product, sU, self.means, False)
             V = xp.permute_dims(P, (1, 0, 2))
             V = V * inverse[:, None, :]
             dots = xp.sum(V[0:1, :, :] * V, axis=1)
             V = V if keep else V[0:1, :, :]
         else:
-            args = (self.weights, self.scale, counts, U, center, False, self.sub_block)
+            args = (self.weights, self.scale, counts, flat, sU, center, False, self.sub_block)
             dots, parts = self._read(_feature_pass, *args, inverse, keep, nout=2)
             V = xp.concat(parts, axis=1)
         dead = backend.transfer(self.nan_mask, self.like)
@@ -310,24 +305,30 @@ def _measure(xp, x, nan):
     return xp.stack([*counts, amax])
 
 
+def _spread(C, T):
+    """``s_c T_c`` (``s = sqrt(c)``) of every replicate side by side (m x B l), and their
+    column sums (B x l): what every stripe of features multiplies."""
+    xp = backend.api(T)
+    (B, m, l), ST = T.shape, xp.sqrt(C).T[:, :, None] * T
+    return xp.reshape(xp.permute_dims(ST, (1, 0, 2)), (m, B * l)), xp.sum(ST, axis=1)
+
+
 @quiet_overflow
 def _feature_pass(
-    blocks, offset, w, scale, C, T, center, first, sub_block, inverse=None, keep=True
+    blocks, offset, w, scale, C, flat, sT, center, first, sub_block, inverse=None, keep=True
 ):
-    """A stripe of features' share of every ``B_c B_c^T T_c`` (and, ``first``, of the
-    ``||B_c||_F^2``), with its per-feature counts and magnitudes (``first``, else None).
+    """A stripe of features' share of every ``B_c B_c^T T_c`` before the factor ``sqrt(c)``
+    (m x B l, ``flat``, ``sT``: :func:`_spread` of ``T``) and, ``first``, of the
+    ``||B_c||_F^2``, with its per-feature counts and magnitudes (``first``, else None).
 
     With ``inverse`` (B x k; ``T``: the vectors ``u``): instead its share of the dot
     products with column 0's patterns (B x k), and its patterns ``B_c^T u / s`` (B or 1 x
     f x k, ``keep`` or not).
     """
-    xp = backend.api(T)
+    xp = backend.api(flat)
     m, f_all = C.shape[0], blocks[0].shape[1]
-    B, _, l = T.shape
-    s = xp.sqrt(C)  # m x B
-    ST = s.T[:, :, None] * T  # B x m x l
-    flat, sST = xp.reshape(xp.permute_dims(ST, (1, 0, 2)), (m, B * l)), xp.sum(ST, axis=1)
-    out, ss, stats = 0.0, 0.0, []
+    B, l = sT.shape
+    out, corr, ss, stats = None, 0.0, 0.0, []
     part = None if scale is None else scale[offset : offset + f_all]
     for start, stop in sub_blocks(f_all, m, sub_block):
         xp, x, nan = _sub(blocks, 1, start, stop, part)
@@ -339,18 +340,21 @@ def _feature_pass(
         Y = xp.reshape(x.T @ flat, (f, B, l))
         mu = (x.T @ C) / m if center else None  # f x B
         if center:
-            Y = Y - mu[:, :, None] * sST[None, :, :]
+            Y = Y - mu[:, :, None] * sT[None, :, :]
         wv = None if w is None else w[offset + start : offset + stop]
         if inverse is not None:  # the patterns
             V = Y if wv is None else wv[:, None, None] * Y
             V = xp.permute_dims(V * inverse[None, :, :], (1, 0, 2))  # B x f x k
-            out = out + xp.sum(V[0:1, :, :] * V, axis=1)
+            out = (0.0 if out is None else out) + xp.sum(V[0:1, :, :] * V, axis=1)
             stats.append(V if keep else V[0:1, :, :])
             continue
         DY = Y if wv is None else (wv**2)[:, None, None] * Y
-        out = out + x @ xp.reshape(DY, (f, B * l))
-        if center:  # sum_f mu[f, b] DY[f, b, :]
-            out = out - xp.reshape(xp.sum(mu[:, :, None] * DY, axis=0), (1, B * l))
+        if out is None:
+            out = x @ xp.reshape(DY, (f, B * l))
+        else:  # in place: no third m x B l array
+            out += x @ xp.reshape(DY, (f, B * l))
+        if center:  # sum_f mu[f, b] DY[f, b, :], taken from every row once at the end
+            corr = corr + xp.reshape(xp.sum(mu[:, :, None] * DY, axis=0), (1, B * l))
         if first:
             w2 = 1.0 if wv is None else (wv**2)[:, None]
             ss = ss + xp.sum(((x**2).T @ C) * w2, axis=0)
@@ -358,22 +362,20 @@ def _feature_pass(
                 ss = ss - m * xp.sum(mu**2 * w2, axis=0)
     if inverse is not None:
         return out, xp.concat(stats, axis=1)
-    out = s.T[:, :, None] * xp.permute_dims(xp.reshape(out, (m, B, l)), (1, 0, 2))
+    if center:
+        out -= corr
     return Sums(out, ss if first else None), (xp.concat(stats, axis=1) if first else None)
 
 
 @quiet_overflow
-def _sample_co(blocks, offset, scale, shift, C, T, first, sub_block):
-    """A stripe of samples' share of ``(A - 1 shift^T)^T (s_c T_c)`` (features x B l) and,
-    ``first``, of ``(A - 1 shift^T)^T C`` and the per-feature counts and magnitudes."""
-    xp = backend.api(T)
+def _sample_co(blocks, offset, scale, shift, C, flat, first, sub_block):
+    """A stripe of samples' share of ``(A - 1 shift^T)^T (s_c T_c)`` (features x B l;
+    ``flat``: :func:`_spread` of ``T``) and, ``first``, of ``(A - 1 shift^T)^T C`` and the
+    per-feature counts and magnitudes."""
     mi, n = blocks[0].shape[0], sum(b.shape[1] for b in blocks)
-    B, _, l = T.shape
-    Ci = C[offset : offset + mi, :]
-    ST = xp.sqrt(Ci).T[:, :, None] * T[:, offset : offset + mi, :]
-    flat = xp.reshape(xp.permute_dims(ST, (1, 0, 2)), (mi, B * l))
+    Ci, flat = C[offset : offset + mi, :], flat[offset : offset + mi, :]
     out = None  # sub-blocks at least as large as the products: those are few
-    for start, stop in sub_blocks(mi, n, max(sub_block, n * B * l)):
+    for start, stop in sub_blocks(mi, n, max(sub_block, n * flat.shape[1])):
         xp, x, nan = _sub(blocks, 0, start, stop, scale)
         if first:
             missing, infinite, amax = _measure(xp, x, nan)
@@ -429,6 +431,7 @@ def run_batch(reads: Reads, C, start, k: int, stop: Stopping, center: bool, keep
     l = start.shape[2]
     counts = reads.put(C)
     T = xp.stack([orth(reads.put(start[b])) for b in range(B)])
+    rank = min(m, reads.n_features)
     bases: list[list] = [[] for _ in range(B)]
     crosses: list[list] = [[] for _ in range(B)]
     active, ss, passes, said = list(range(B)), None, 0, set()
@@ -439,29 +442,26 @@ def run_batch(reads: Reads, C, start, k: int, stop: Stopping, center: bool, keep
             bases[b].append(T[i, ...])
             crosses[b].append(Z[i, ...])
         passes += 1
-        used = sum(x.shape[1] for x in bases[active[0]])
-        room = krylov_room(m, min(m, reads.n_features), l, used)
+        room = krylov_room(m, rank, l, sum(x.shape[1] for x in bases[active[0]]))
         if stop.tol is not None and passes >= 2:  # the first (random) block says nothing yet
-            why = [_stop_reason(bases[b], crosses[b], k, stop) for b in active]
+            found = [thin_errors(bases[b], crosses[b], k, np.float64) for b in active]
+            why = [stop_reason(*e, stop.tol, stop.at_precision, np.float64) for e in found]
             said.update(r for r in why if r is not None)
             active = [b for b, r in zip(active, why, strict=True) if r is None]
         if not active or room == 0 or passes >= stop.most:
             break
         T = xp.stack([orth_against(crosses[b][-1], bases[b], room) for b in active])
     full = room == 0
-    stopped = worst(said) if not active else SPACE_FULL if full else stop.limit
-    U, S, errors = [], [], []
-    for b in range(B):
-        _, u, s, e = krylov_finish(None, bases[b], crosses[b], k, np.float64)
-        if len(bases[b]) == 1 and not full:  # a random block: nothing bounds it
-            e = unknown_errors(xp, k, like=u)
-        U.append(u)
-        S.append(s)
-        errors.append(e)
-    U, S = xp.stack(U), xp.stack(S)
+    if active:  # not all stopped early: the space filled, or the most passes were made
+        said = {SPACE_FULL if full else MAX_PASSES if stop.tol is not None else FIXED}
+    each = [krylov_finish(None, bases[b], crosses[b], k, np.float64)[1:] for b in range(B)]
+    U, S, errors = (xp.stack(x) for x in zip(*each, strict=True))
+    if passes == 1 and not full:  # a random block: nothing bounds it
+        errors = xp.stack([unknown_errors(xp, k, like=S)] * B)
+    each = bases = crosses = T = Z = None  # the Krylov spaces go before the patterns' read
     dots, V = reads.patterns(counts, U, S, center, keep)
     total = FeatureStats(None, ss, None)
-    S, errors, total, norm = scaled_back(S, xp.stack(errors), total, reads.result_exp, None)
+    S, errors, total, norm = scaled_back(S, errors, total, reads.result_exp, None)
     ratio = variance_ratio(S, total.total_ss[:, None], norm[:, None])
     reached = relative_errors(xp.reshape(errors, (-1, 3)), xp.reshape(S, (-1,)))
     reached = float(backend.to_numpy(xp.max(reached)))
@@ -470,13 +470,7 @@ def run_batch(reads: Reads, C, start, k: int, stop: Stopping, center: bool, keep
     ss = total.total_ss
     data = [x[0, ...] for x in (U, S, V, ss, errors, norm)]
     data = Decomposition(*data[:3], None, data[3], None, "bootstrap", {}, *data[4:])
-    return Batch(S, ratio, V, dots, data, errors, passes, stopped, bounds, reached)
-
-
-def _stop_reason(bases: list, crosses: list, k: int, stop: Stopping) -> str | None:
-    """The core's stop rule on one replicate's passes: why it may stop, or None."""
-    errors, S = thin_errors(bases, crosses, k, np.float64)
-    return stop_reason(errors, S, stop.tol, stop.at_precision, np.float64)
+    return Batch(S, ratio, V, dots, data, errors, passes, worst(said), bounds, reached)
 
 
 #: Why the passes of several replicates stopped: the first of these that any gave; the
