@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
+from conftest import raise_if_dask_computes
 
 import xsvd
 from xsvd.linalg import exact_svd, randomized_svd
@@ -101,6 +102,26 @@ def test_given_center_far_from_zero_keeps_its_accuracy(stripes, dtype):
     np.testing.assert_allclose(d.S, S0[:3], rtol=rtol)
     np.testing.assert_allclose(np.abs(d.V), np.abs(V0[:, :3]), atol=10 * rtol)
     np.testing.assert_allclose(float(d.total_ss), ss0, rtol=rtol)
+
+
+@pytest.mark.parametrize("chunks", [(50, 30), (200, 10)], ids=["samples", "features"])
+@pytest.mark.parametrize("solver", [randomized_svd, exact_svd])
+def test_given_center_in_one_lazy_graph(chunks, solver):
+    """compute=False: one graph, nothing computed while it is built (the values given
+    need no read, and the first pass waits for none)."""
+    import dask
+    import dask.array as da
+
+    rng = np.random.default_rng(8)
+    a = _data(rng, 200, 30, offset=1.0, missing=0.05)
+    c = np.full(30, 1.0)
+    kw = {"seed": 0, "n_power_iter": 6} if solver is randomized_svd else {}
+    with raise_if_dask_computes():
+        d = solver(da.from_array(a, chunks=chunks), 3, center=c, missing="mean", **kw)
+    S, mean = dask.compute(d.S, d.mean)
+    _, S0, _, _, _ = _reference(a, c, 1.0, True)
+    np.testing.assert_allclose(S, S0[:3], rtol=1e-9)
+    np.testing.assert_array_equal(mean, c)
 
 
 def test_given_center_takes_no_read_for_the_means():

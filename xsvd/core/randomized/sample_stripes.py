@@ -152,7 +152,8 @@ class SampleStripes:
             shift, exact = ex.call(_shift, reference, self.column_scale, pb.dtype, nout=2)
         elif subtract:
             shift, exact = ex.call(_shift, stats.mean, None, pb.dtype, nout=2)
-        stripes = ex.stripes(after=fill if first else basis)
+        # the first pass waits for the means' own read (given values are not read)
+        stripes = ex.stripes(after=(fill if pb.prepass else None) if first else basis)
         if fill is not None and pb.column_scale is not None:
             fill = ex.call(_scaled_fill, fill, self.column_scale, pb.dtype)
         elif fill is not None and pb.narrowing:
