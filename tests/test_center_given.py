@@ -86,16 +86,23 @@ def test_given_center_moves_to_the_data_and_takes_a_device_vector(backend):
     _check(backend, d, a, c, np.ones(20), False, 3)
 
 
+@pytest.mark.parametrize("lazy", [False, True], ids=["numpy", "dask"])
 @pytest.mark.parametrize("stripes", ["samples", "features"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_given_center_far_from_zero_keeps_its_accuracy(stripes, dtype):
+def test_given_center_far_from_zero_keeps_its_accuracy(stripes, dtype, lazy):
     """Data far from zero (kelvin), multiplied in float32: the reference read less them
-    (``stripe.offset_reference``, ``far_means``) keeps working with values given."""
+    (``stripe.offset_reference``, ``far_means``; on Dask from the first stripe's rows)
+    keeps working with values given."""
+    import dask.array as da
+
     rng = np.random.default_rng(3)
     a = _data(rng, 200, 40, offset=290.0) * 0.01 + 290.0
     a = a if stripes == "samples" else np.ascontiguousarray(a.T)
     c = a.mean(axis=0) + 0.002 * rng.standard_normal(a.shape[1])
-    d = randomized_svd(a.astype(dtype), 3, center=c, seed=4, n_power_iter=6)
+    x = a.astype(dtype)
+    if lazy:
+        x = da.from_array(x, chunks=(50, -1) if stripes == "samples" else (-1, 10))
+    d = randomized_svd(x, 3, center=c, seed=4, n_power_iter=6, compute=True)
     assert d.settings["stripes"] == stripes
     _, S0, V0, ss0, _ = _reference(a.astype(dtype), c, 1.0, False)
     rtol = 1e-4 if dtype == np.float32 else 1e-9
