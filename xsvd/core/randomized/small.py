@@ -195,8 +195,15 @@ def orth_against(Z, previous: list, width: int | None = None):
 
 
 #: Rounding of the products, in units of the product dtype's eps times the largest
-#: eigenvalue: in the singular values (through the final Gram matrix) and in the vectors.
+#: eigenvalue: in the singular values (through the thin-side Ritz values) and in the
+#: vectors and residuals; of the float64 small math, in units of float64's eps.
 ROUNDING = 50.0
+#: Rounding of products narrower than float64 (float32) in the singular values of the
+#: final Gram matrix of the sketches, in units of eps times ``s_1`` (added to the estimate
+#: of the error of every ``s_j``): the sweep of ``benchmarks/float32_floor.py`` (float32
+#: and uint8 data, offsets up to 1e6 times the spread, both stripe orientations, up to
+#: 4,000 x 40,000) needed at most XXX (``benchmarks/results/float32-floor.md``).
+PRODUCT_ROUNDING = 4.0
 ANGLE_ROUNDING = 5.0
 _EPS64 = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).tiny)
@@ -217,7 +224,7 @@ def ritz(V, Z, gram=None):
     return xp.clip(xp.flip(lam, axis=0), 0.0, None), xp.flip(X, axis=1)
 
 
-def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
+def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None, gram: bool = False):
     """Estimated errors of the ``k`` leading Ritz triplets, exact residuals and bounds.
 
     With ``rho_j = ||M x_j - lam_j x_j||`` (``x_j = V X_j``; computed exactly
@@ -226,8 +233,12 @@ def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
 
     - eigenvalue error, Kato-Temple with the next eigenvalue below taken as at
       most ``lam_{j+1} + rho_{j+1}``: ``min(rho_j, rho_j**2 / gap_j)``, and at
-      least the rounding of the products; the singular value's error is that
-      over ``2 s_j``;
+      least the rounding of the products (``ROUNDING eps lam_1``); the singular
+      value's error is that over ``2 s_j``. With ``gram`` (the Ritz values are
+      those of the Gram matrix of the sketches ``K = C V``, in float64, from
+      products in a narrower ``dtype``): at least the rounding of the float64
+      small math (``ROUNDING eps64 lam_1``), plus the rounding of the products,
+      ``PRODUCT_ROUNDING eps s_1`` in the singular value (:func:`product_rounding`);
     - angle of the singular vectors, Davis-Kahan: ``arcsin(min(1, rho_j / g_j))``
       with ``g_j`` the gap to the neighbouring eigenvalues;
     - relative residual ``rho_j / lam_j``, which is ``||C^T u_j - s_j v_j|| / s_j``.
@@ -257,14 +268,30 @@ def ritz_errors(V, Z, lam, X, k: int, dtype, block: int | None = None):
         lam_h = times_power_of_two(lam_h, shift)
     R = Z @ X - V @ (X * lam)
     rho_h = backend.to_numpy(xp.sum(R**2, axis=0))  # d values
-    out = _estimates(np.sqrt(rho_h), lam_h, k, kk, dtype, shift, block, V, Z)
+    out = _estimates(np.sqrt(rho_h), lam_h, k, kk, dtype, shift, block, V, Z, gram)
     return backend.on_backend_of(out, Z)
 
 
-def _estimates(rho, lam, k: int, kk: int, dtype, shift: int, block, V, Z):
+def product_rounding(lam, dtype) -> np.ndarray:
+    """Per Ritz value ``lam_j = s_j^2`` of the Gram matrix of sketches multiplied in
+    ``dtype``, the rounding of the products in the eigenvalue: ``2 s_j`` times
+    ``PRODUCT_ROUNDING eps s_1`` (0 for float64 products: the small math's floor covers
+    them)."""
+    eps = float(np.finfo(dtype).eps)
+    if eps <= _EPS64 or not lam.size:
+        return np.zeros(lam.shape)
+    root = np.sqrt(np.maximum(lam, 0.0))
+    return 2 * root * PRODUCT_ROUNDING * eps * root[0]
+
+
+def _estimates(rho, lam, k: int, kk: int, dtype, shift: int, block, V, Z, gram=False):
     """:func:`ritz_errors` on the host, from the Ritz values and residual norms (NumPy)."""
     d = lam.shape[0]
-    floor = ROUNDING * float(np.finfo(dtype).eps) * lam[0]
+    floor = ROUNDING * float(np.finfo(dtype).eps) * lam[0]  # of the residuals (and below)
+    if gram:  # the small math's floor, and the products' rounding added
+        least, extra = ROUNDING * _EPS64 * lam[0], product_rounding(lam, dtype)
+    else:
+        least, extra = floor, np.zeros(d)
     # bounds from the last Ritz value up: lam_{j+1} <= lam~_{j+1} + err_{j+1}
     lam_h, rho_h = lam, rho
     extrapolate = block is not None and d >= EXTRAPOLATION_BLOCKS * block
@@ -278,17 +305,19 @@ def _estimates(rho, lam, k: int, kk: int, dtype, shift: int, block, V, Z):
             bound = rho_h[j] ** 2 / gap
         else:  # not separated: the Ritz value may stand for a lower eigenvalue
             bound = rho_h[j] * (1.0 if extrapolate else UNSEPARATED_SAFETY)
-        err_h[j] = max(bound, float(floor))
+        err_h[j] = max(bound, float(least)) + extra[j]
         above_next = lam_h[j] + err_h[j]
-    below = np.r_[lam_h[1:] + err_h[1:], lam_h[-1]][:kk]
+    # (the angles' gaps keep the products' floor of the thin-side Ritz values)
+    below = np.r_[lam_h[1:] + np.maximum(err_h[1:], floor), lam_h[-1]][:kk]
     if extrapolate:
-        err_h[:kk] = _with_extrapolation(V, Z, lam_h, err_h, kk, block, float(floor))
+        rest = _with_extrapolation(V, Z, lam_h, err_h - extra, kk, block, float(least))
+        err_h[:kk] = rest + extra[:kk]
     gap_down = lam[:kk] - below
     gap_up = np.concatenate([np.full(1, np.inf), lam[: kk - 1] - lam[1:kk]])
     r = rho[:kk]
     err_lam = err_h[:kk]
     with np.errstate(divide="ignore", invalid="ignore"):
-        s_err = err_lam / (2 * np.sqrt(np.maximum(lam[:kk], floor)))
+        s_err = err_lam / (2 * np.sqrt(np.maximum(lam[:kk], least if gram else floor)))
         gap = np.minimum(gap_up, gap_down)
         # rounding mixes neighbours: of the products (dtype) or of the float64 small math
         unit = max(ANGLE_ROUNDING * float(np.finfo(dtype).eps), ROUNDING * _EPS64)
@@ -398,7 +427,7 @@ def krylov_finish(gram, bases: list, crosses: list, k: int, dtype):
     S = xp.sqrt(lam[:r])
     rotation = X[:, :r] / S
     thin = V @ X[:, :r]
-    errors = ritz_errors(V, Z, lam, X, r, dtype, block=bases[0].shape[1])
+    errors = ritz_errors(V, Z, lam, X, r, dtype, block=bases[0].shape[1], gram=True)
     if r < k:
         warn_rank(r, k)
         rotation, thin = _zero_columns(rotation, k - r), _zero_columns(thin, k - r)
