@@ -192,11 +192,14 @@ founders=False)
   projection 272, 277, 283   uncentered / another sample dim / another variant dim ->
                       ``center=True``, ``dim=``, rename   T uncentered_pca_projection_advice_..,
                       projection_dims_advice
-  projection 387      variants missing -> PCA on ``kept.sel(variants=common)``
-                      T missing_variants_advice_runs_the_pca_on_the_common_ones
+  projection 387 *    variants missing -> ``common = np.intersect1d(...)``, PCA on
+                      ``kept.sel(variants=common)`` (``common`` was not said; the dim was
+                      always 'variants')   T missing_variants_advice_runs_the_pca_on_the_..
+  projection 393 *    duplicate variant ids -> ``new.drop_duplicates('variants')`` (was "drop
+                      the duplicates first")   T duplicate_variant_ids_advice_keeps_one_of_each
   projection 292, 408 shrinkage with oadp / other alleles -> leave it out or lzw; drop them
                       from both   T oadp_with_shrinkage_advice, other_alleles_advice_..;
-                      393 (duplicate ids: drop them), 98, 267, 300-333 D
+                      98, 267, 300-333 D
   packing 48, plink 408   another sample dim -> ``dim=``   T genotype_writers_dim_advice
   plink2 74, 200      no sample ids / loadings of an uncentered PCA ->
                       ``scores.assign_coords(samples=ids)``, ``loadings=None``
@@ -1596,11 +1599,28 @@ def test_missing_variants_advice_runs_the_pca_on_the_common_ones():
     new = _genotypes(n_samples=80).isel(samples=slice(60, 80), variants=slice(0, 150))
     with pytest.raises(ValueError, match="not in the new data") as err:
         xsvd.project_samples(res, new, shrinkage=False)
-    common = np.intersect1d(kept.variants, new.variants)
-    kept = eval(_code(str(err.value), "sel("), {"kept": kept, "common": common})
+    scope = {"np": np, "res": res, "new": new, "kept": kept}
+    exec("common = " + _code(str(err.value), "intersect1d").split("=", 1)[1], scope)
+    kept = eval(_code(str(err.value), "kept.sel("), scope)
     kept, w = xsvd.patterson_scaling(kept)
     res = kept.svd(k=3, weights=w, center=True)
     got = xsvd.project_samples(res, new, shrinkage=False)
+    _same_up_to_sign(got.values, _projected(new, w, _pca_truth(kept, w, 3)), atol=1e-8)
+
+
+def test_duplicate_variant_ids_advice_keeps_one_of_each():
+    """projection.py: new data listing a variant twice; the advised
+    `new.drop_duplicates('variants')` projects them (it said "drop the duplicates first",
+    with no call)."""
+    gt = _genotypes()
+    kept, w = xsvd.patterson_scaling(gt)
+    res = kept.svd(k=3, weights=w, center=True)
+    new = _genotypes(n_samples=80).isel(samples=slice(60, 80))
+    twice = xr.concat([new, new.isel(variants=[7])], dim="variants")
+    with pytest.raises(ValueError, match="duplicate variant id") as err:
+        xsvd.project_samples(res, twice, shrinkage=False)
+    once = eval(_code(str(err.value), "drop_duplicates"), {"new": twice})
+    got = xsvd.project_samples(res, once, shrinkage=False)
     _same_up_to_sign(got.values, _projected(new, w, _pca_truth(kept, w, 3)), atol=1e-8)
 
 

@@ -386,12 +386,18 @@ def _match_variants(res, gt: xr.DataArray, vdim: Hashable) -> xr.DataArray:
                 shown = ", ".join(str(v) for v in ids[absent][:5])
                 raise ValueError(
                     f"{int(absent.sum())} variant(s) of the reference PCA are not in the new "
-                    f"data (e.g. {shown}). Project on the variants both have: run the PCA on "
-                    "them, e.g. `kept.sel(variants=common)`."
+                    f"data (e.g. {shown}). Project on the variants both have: "
+                    f"`common = np.intersect1d(res.V[{vdim!r}], new[{vdim!r}])`, then run the "
+                    f"PCA of the reference genotypes on them, `kept.sel({vdim}=common)`, and "
+                    "project on that result."
                 )
             if not have.is_unique:
+                twice = pd.Index(have[have.duplicated()]).unique()
+                shown = ", ".join(str(v) for v in twice[:5])
                 raise ValueError(
-                    "The new data have duplicate variant ids; drop the duplicates first."
+                    f"The new data have {twice.size} duplicate variant id(s) (e.g. {shown}); "
+                    f"keep one of each first, e.g. `new.drop_duplicates({vdim!r})` (the "
+                    "first)."
                 )
             gt = select_variants(gt, vdim, have.get_indexer(ids))  # on the data's device
     alleles = ("allele_1", "allele_2")
