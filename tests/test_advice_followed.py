@@ -13,7 +13,8 @@ is followed: ``T`` a test here (``test_`` left off the name); ``C`` covered by a
 test elsewhere; ``X`` followed here as a strict xfail: the advice is wrong, and the change
 it needs is reported (the message is in a file another session owns); ``N`` not followable
 in a test (an outside tool, an install, a damaged file); ``D`` diagnosis or the allowed
-values only, no call to follow. ``*`` marks a message fixed in this change (the old advice
+values only, no call to follow; ``N*``: the advice of solver.py 363 (a larger max_passes),
+followed for the SVD only. ``*`` marks a message fixed in this change (the old advice
 was wrong or named no call).
 
 labeled/layout.py
@@ -173,7 +174,7 @@ climate/hilbert.py, analytic_field.py, extended.py
                       T hilbert_compressed_options_for_exact_advice
   hilbert 429, 442    compressed without k / k above the ocean features -> ``k=``, k <= n
                       T hilbert_compressed_without_k_advice_passes_k,
-                      hilbert_k_above_the_ocean_features_advice;  hilbert 559 (tol) D
+                      hilbert_k_above_the_ocean_features_advice;  hilbert 559 (tol) N*
   analytic_field 291  gaps -> ``da.interpolate_na('time')`` / ``da.fillna(0)``
                       T hilbert_gaps_advice_fills_them
   extended 136        embedding too long -> fewer lags
@@ -183,7 +184,7 @@ climate/bootstrap.py, resampling.py
                       T bootstrap_option_advice_leaves_it_out, bootstrap_ci_advice_..
   bootstrap 275, 420  unconverged (warning) / replicate_V -> leave out n_power_iter,
                       ``keep_patterns=True``   T bootstrap_unconverged_advice_..,
-                      bootstrap_replicate_patterns_advice_keeps_them;  bootstrap 266 D
+                      bootstrap_replicate_patterns_advice_keeps_them;  bootstrap 266 (tol) N*
   resampling NAN_ADVICE  -> ``da.interpolate_na(dim)``   T bootstrap_gaps_advice;
                       -> ``da.dropna(dim, how='any')``: drops every sample where land is
                       NaN   X bootstrap_gaps_advice[dropna]
