@@ -123,10 +123,8 @@ class Field:
     squares: tuple = (0.0, 0.0)
 
     def mean_component(self) -> Decomposition:
-        """The features' means as a component of the uncentered ``X D``: ``1 mu^T D``
-        (``u = 1 / sqrt(m)``) over ``||X D||_F^2`` (``squares``: per sample, the means' and
-        the data's sums of squares), whose ``mean_share()`` is the core's rule
-        (:meth:`xsvd.core.Decomposition.mean_share`), exact here."""
+        """``1 mu^T D`` as a component of the uncentered ``X D`` (``squares``: per sample, its
+        and ``X D``'s sums of squares): its ``mean_share()`` is the means' share, exactly."""
         m = self.shape[0]
         means, total = self.squares
         U, S = np.full((m, 1), m**-0.5), np.array([(m * means) ** 0.5])
@@ -195,11 +193,9 @@ class Field:
         return _read(ex, _product, *args, summed=M is not None and (ex.axis == 0) == transpose)
 
     def blocks(self):
-        """``B`` a block of columns at a time (every sample, at most ``BLOCK_VALUES`` values,
-        ``LAZY_BLOCK_VALUES`` for Dask), one read each through the core's executor, as
-        ``(rows, B[rows, columns])`` panels of at most ``PANEL_ROWS`` rows in float64: the
-        stripes of samples it read, never joined (one block in memory at a time when the
-        caller lets go of each before the next)."""
+        """``B`` a block of columns (every sample, ``BLOCK_VALUES`` values, ``LAZY_BLOCK_VALUES``
+        for Dask) at a time, a read each, as the ``(rows, B[rows, columns])`` panels read (at
+        most ``PANEL_ROWS`` rows, float64), never joined: let go of each before the next."""
         m, n = self.shape
         step = max(1, (LAZY_BLOCK_VALUES if backend.is_dask(self.data) else BLOCK_VALUES) // m)
         v, dtype = self.on_data, np.dtype(np.float64)
@@ -247,10 +243,9 @@ def _float64(x):
 
 
 def _executor(a, axis=None):
-    """The core's executor over ``a`` (:mod:`xsvd.core.randomized.executors`): at once in
-    memory; for Dask, one ``dask.compute`` per read, by stripes of samples (``axis=0``),
-    or of features (``axis=1``; by default where ``a`` is in one chunk along the samples
-    and in several along the features)."""
+    """The core's executor over ``a``: at once in memory; for Dask, one ``dask.compute`` per
+    read, by stripes of samples, or (by default, where ``a`` is in one chunk along the
+    samples and in several along the features) of features."""
     if not backend.is_dask(a):
         return Eager(a, 0)
     if axis is None:
@@ -278,7 +273,9 @@ def panels(n: int):
     return (slice(r, min(n, r + PANEL_ROWS)) for r in range(0, n, PANEL_ROWS))
 
 
-def _product(blocks, offset, M, axis, transpose, dtype, mean, scale, power):
+def _product(
+    blocks, offset, M, axis=0, transpose=False, dtype=None, mean=None, scale=None, power=0
+):
     """A stripe's share of :meth:`Field.read`, a sub-block at a time (the core's
     :func:`~xsvd.core.randomized.stripe.stripe_sub`: converted to ``dtype`` only there):
     part of the sum where the product runs over the stripe's side, else its rows."""
