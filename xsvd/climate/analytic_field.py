@@ -11,7 +11,9 @@ in memory blocks of features, on Dask its own chunks (the statistics gather
 stripes of features where the samples are in several chunks). Where each
 block holds every sample and the samples are the fewer, a pass ``R (R^T T)``
 is one read (:meth:`AnalyticField.rmatmat` keeps ``R R^T T`` for
-:meth:`AnalyticField.matmat`). The products are those of ``2**exponent R``,
+:meth:`AnalyticField.matmat`). A block that is the real form of a complex one
+(the solver's, with ``complex_form``: :func:`complex_span`) is multiplied as
+that complex block, half the real columns. The products are those of ``2**exponent R``,
 one power of two that brings the largest weighted feature near 1: data of
 any magnitude are multiplied without overflow or underflow.
 """
@@ -120,25 +122,42 @@ class AnalyticField:
     # --------------------------------------------------------- products
     def rmatmat(self, T) -> np.ndarray:
         """``R^T T`` (2n x l) for a host ``T`` (2m x l); with :attr:`fused` also ``R R^T T``,
-        kept for the :meth:`matmat` that follows."""
-        m, l = self.shape[0], T.shape[1]
-        A = analytic.hilbert_adjoint(np.concatenate([T[:m], T[m:]], axis=1), **self.transform)
-        U = np.concatenate([T[:m] + A[:, l:], T[m:] - A[:, :l]], axis=1)
-        rows, C = self._products(U, None, self.fused)
-        Y = np.concatenate([rows[:, :l], rows[:, l:]], axis=0)
-        self._cached = (Y, self._finish(C)) if C is not None else None
-        return Y
+        kept for the :meth:`matmat` that follows.
+
+        ``R^T`` is the real form of ``Z^H``: with ``T = [Re; Im](B Y)``
+        (:func:`complex_span`: ``B`` complex, ``r <= l`` columns), ``R^T T =
+        [Re; Im](Z^H B Y)``, and ``Z^H B = P^T (B - i H^T B)`` is one product of
+        the data with ``2r`` real columns (``l`` where the solver's block is the
+        real form of a complex one, ``r = l / 2``; ``2l`` at most).
+        """
+        B, structured = complex_span(T)
+        r = B.shape[1]
+        A = analytic.hilbert_adjoint(np.concatenate([B.real, B.imag], axis=1), **self.transform)
+        U = np.concatenate([B.real + A[:, r:], B.imag - A[:, :r]], axis=1)
+        # fused where T is a block of the passes (a complex one); not for the final read
+        rows, C = self._products(U, None, self.fused and structured)
+        out = _real_form_of(rows[:, :r], rows[:, r:], structured)  # Z^H B: rows' halves
+        if C is not None:  # Z Z^H B, from the same read
+            G = self._finish(C)
+            m = self.shape[0]
+            self._cached = (out, _real_form_of(G[:m], G[m:], structured))
+        else:
+            self._cached = None
+        return out
 
     def matmat(self, W) -> np.ndarray:
         """``R W`` (2m x l) for a host ``W`` (2n x l): no read when ``W`` is what
-        :meth:`rmatmat` just returned (fused)."""
+        :meth:`rmatmat` just returned (fused). The real form of ``Z B Y`` (``W =
+        [Re; Im](B Y)``), ``Z B = P B + i H P B``: one product with ``2r`` columns."""
         if self._cached is not None and W is self._cached[0]:
             G = self._cached[1]
             self._cached = None
             return G
-        n = self.shape[1]
-        _, C = self._products(None, np.concatenate([W[:n], W[n:]], axis=1), False)
-        return self._finish(C)
+        B, structured = complex_span(W)
+        _, C = self._products(None, np.concatenate([B.real, B.imag], axis=1), False)
+        G = self._finish(C)
+        m = self.shape[0]
+        return _real_form_of(G[:m], G[m:], structured)
 
     def _finish(self, C) -> np.ndarray:
         """``R W`` from ``C = P [W1, W2]`` (m x 2l, host)."""
@@ -203,6 +222,44 @@ class AnalyticField:
         index[self.kept] = np.arange(self.kept.size)
         pad = xp.full((1, V.shape[1]), fill, dtype=V.dtype, device=backend.device(V))
         return xp.take(xp.concat([V, pad], axis=0), backend.on_backend_of(index, V), axis=0)
+
+
+def complex_span(X) -> tuple[np.ndarray, bool]:
+    """``(B, structured)``: complex ``B`` with ``X = [Re; Im](B Y)`` for a real ``X`` (2L x l),
+    ``Y = [I, iI]`` where ``structured``, else ``I``.
+
+    Where ``X`` is the real form of a complex block, ``[[Re B, -Im B], [Im
+    B, Re B]]`` (exactly: the solver's blocks with ``complex_form``, and the
+    products of such blocks), ``B`` has ``l / 2`` columns and ``Y = [I, iI]``:
+    the products need half the columns. Otherwise ``B = X_top + i X_bottom``,
+    ``Y = I``.
+    """
+    half, l = X.shape[0] // 2, X.shape[1]
+    h = l // 2
+    top, bottom = X[:half], X[half:]
+    if (
+        l % 2 == 0
+        and h
+        and (
+            np.array_equal(top[:, h:], -bottom[:, :h]) and np.array_equal(bottom[:, h:], top[:, :h])
+        )
+    ):
+        return top[:, :h] + 1j * bottom[:, :h], True
+    return top + 1j * bottom, False
+
+
+def _real_form_of(re, im, structured: bool) -> np.ndarray:
+    """``[Re; Im](B Y)`` for ``B = re + i im`` and the ``Y`` of :func:`complex_span`:
+    ``[I, iI]`` (structured: ``[[re, -im], [im, re]]``) or ``I`` (``[re; im]``), formed
+    exactly, without complex temporaries."""
+    if not structured:
+        return np.concatenate([re, im], axis=0)
+    L, r = re.shape
+    out = np.empty((2 * L, 2 * r))
+    out[:L, :r], out[L:, r:] = re, re
+    np.negative(im, out=out[:L, r:])
+    out[L:, :r] = im
+    return out
 
 
 def _take(x, cols: np.ndarray):

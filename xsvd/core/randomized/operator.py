@@ -98,6 +98,7 @@ def operator_svd(
     max_passes: int | None = None,
     seed: int | None = 0,
     dtype=np.float64,
+    complex_form: bool = False,
 ) -> OperatorSVD:
     """Rank-``k`` SVD of the ``m x n`` operator ``A`` given by ``matmat`` and ``rmatmat``.
 
@@ -130,6 +131,15 @@ def operator_svd(
         Seed of the Gaussian start block.
     dtype : numpy dtype
         The precision of the products (their rounding enters the estimates).
+    complex_form : bool, default False
+        ``A`` is the real form ``[[P, -Q], [Q, P]]`` of a complex ``P + iQ``
+        (``m``, ``n`` and the block width even): it commutes with ``J = [[0,
+        -I], [I, 0]]``, and the start block is drawn ``J``-invariant (``[G,
+        J G]``), so every Krylov block's span is ``J``-invariant: the complex
+        vectors ``top + i bottom`` of a block of ``l`` columns span only ``l /
+        2`` complex dimensions, and the operator may multiply those alone (half
+        the work of ``l`` real columns). Each block is then a complex block
+        Krylov step of ``l / 2`` columns; the answer is the same operator's.
 
     Returns
     -------
@@ -144,10 +154,11 @@ def operator_svd(
     True
     """
     m, n, opts = _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes, seed)
+    run = {"opts": opts, "dtype": dtype, "complex_form": bool(complex_form)}
     if m < n:  # work on A^T: the basis on the shorter side
-        V, S, U, errors, counts = _run(rmatmat, matmat, (n, m), int(k), opts, dtype, True)
+        V, S, U, errors, counts = _run(rmatmat, matmat, (n, m), int(k), transposed=True, **run)
     else:
-        U, S, V, errors, counts = _run(matmat, rmatmat, (m, n), int(k), opts, dtype, False)
+        U, S, V, errors, counts = _run(matmat, rmatmat, (m, n), int(k), transposed=False, **run)
     U, V = fix_signs(U, V)  # xsvd's one sign rule
     return OperatorSVD(U, S, V, errors, *counts)
 
@@ -171,7 +182,17 @@ def _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes, seed):
     return m, n, given.resolved(lazy=False)
 
 
-def _run(matmat, rmatmat, shape, k: int, opts: CompressedOptions, dtype, transposed: bool):
+def _run(
+    matmat,
+    rmatmat,
+    shape,
+    k: int,
+    *,
+    opts: CompressedOptions,
+    dtype,
+    transposed: bool,
+    complex_form: bool = False,
+):
     """The passes on ``A`` (m x n, ``m >= n``), bases (n x l) on the thin side, by
     :func:`.solver.solve`: ``(U, S, V, errors, (passes, reads, bounds))``."""
     m, n = shape
@@ -194,10 +215,15 @@ def _run(matmat, rmatmat, shape, k: int, opts: CompressedOptions, dtype, transpo
     kept = problem.most_iterations * m * problem.width * 8  # the sketches: float64
     reread = problem.most_iterations > 1 and kept > OPTIONS["krylov_sketch_bytes"]
     problem = replace(problem, reread=reread)
-    omega = backend.standard_normal(np, opts.seed, (n, problem.width), np.float64)
+    omega_is_complex = complex_form and n % 2 == 0 and problem.width % 2 == 0
+    if omega_is_complex:
+        half = backend.standard_normal(np, opts.seed, (n, problem.width // 2), np.float64)
+        omega = _j_invariant(half)
+    else:
+        omega = backend.standard_normal(np, opts.seed, (n, problem.width), np.float64)
 
     def side(ex, problem):
-        return OperatorSide(matmat, rmatmat, (m, n), names)
+        return OperatorSide(matmat, rmatmat, (m, n), names, complex_form=omega_is_complex)
 
     ex = Eager(np.empty((m, 0)), 0)  # one stripe: the operator
     U, V, S, errors, _, problem = solve(ex, problem, omega, make_side=side)
@@ -206,21 +232,68 @@ def _run(matmat, rmatmat, shape, k: int, opts: CompressedOptions, dtype, transpo
     return U, S, V, np.asarray(errors), (q + 1, problem.passes, bounds, problem.stopped)
 
 
+@small_step
+def _complex_block(W, previous: list) -> None:
+    """Make the real block ``W`` (2L x l, ``l`` even) the exact real form of an orthonormal
+    complex block ``B`` orthogonal to the ``previous`` ones (``B`` appended to them), in
+    place: ``B`` spans the leading ``l / 2`` directions of ``W_top + i W_bottom`` (all of
+    its span where ``W``'s is ``J``-invariant, as a Krylov block of ``J``-invariant
+    blocks is but for rounding). Left as it is where ``l`` is odd or an earlier block was
+    (None appended)."""
+    half, l = W.shape[0] // 2, W.shape[1]
+    if l % 2 or l == 0 or any(b is None for b in previous) or not np.isfinite(W).all():
+        previous.append(None)
+        return
+    U, _, _ = np.linalg.svd(W[:half] + 1j * W[half:], full_matrices=False)
+    B = U[:, : l // 2]
+    if previous:
+        P = np.concatenate(previous, axis=1)
+        for _ in range(2):
+            B = B - P @ (P.conj().T @ B)
+    B, _ = np.linalg.qr(B)
+    W[:half] = np.concatenate([B.real, -B.imag], axis=1)
+    W[half:] = np.concatenate([B.imag, B.real], axis=1)
+    previous.append(B)
+
+
+def _j_invariant(G):
+    """``[G, J G]`` with ``J [a; b] = [-b; a]`` (halves of the rows): a start block whose
+    span ``J`` maps onto itself (the real form of the complex block ``G_top + i G_bottom``)."""
+    half = G.shape[0] // 2
+    return np.concatenate([G, np.concatenate([-G[half:], G[:half]], axis=0)], axis=1)
+
+
 class OperatorSide:
     """A linear operator as the side the passes of :func:`.solver.solve` read.
 
     One read is ``Y = A W`` and ``Z = A^T Y``, one stripe; no statistics (no
     centering, weights or missing values).
+
+    ``complex_form`` (:func:`operator_svd`): before each read the block is
+    replaced, in place (the solver keeps the array it passes), by the exact
+    real form ``[[Re B, -Im B], [Im B, Re B]]`` of an orthonormal complex
+    ``B`` (``l / 2`` columns, orthogonal to the earlier blocks' ``B``): the
+    same span where the block's is ``J``-invariant (a Krylov block of
+    ``J``-invariant blocks is, but for rounding, which alone would let the
+    structure drift away within a few passes), else its leading complex
+    directions. Any orthonormal block orthogonal to the earlier ones gives
+    valid Ritz pairs and exact residuals; this one keeps the structure that
+    halves the products. Blocks of odd width are read as they are.
     """
 
-    def __init__(self, matmat, rmatmat, shape, names=("matmat", "rmatmat")):
+    def __init__(self, matmat, rmatmat, shape, names=("matmat", "rmatmat"), complex_form=False):
         self.matmat, self.rmatmat, self.shape, self.names = matmat, rmatmat, shape, names
+        self.complex_form, self.complex_blocks = complex_form, []
 
     def prepare(self):
         return None
 
     def read(self, basis, stats, fill, first: bool):
         """``(Sketch, stats)``: ``Y = A W``, ``Z = A^T Y`` and the Gram matrix ``Y^T Y``."""
+        if self.complex_form:
+            if first:
+                self.complex_blocks = []
+            _complex_block(basis, self.complex_blocks)
         Y = self.sketch(basis).blocks[0]
         Z = _float64(self.rmatmat(Y), (self.shape[1], Y.shape[1]), self.names[1])
         stats = stats or FeatureStats(mean=None, total_ss=None, nan_mask=None)
