@@ -299,31 +299,28 @@ def _product(
 
 @dataclass
 class _Cross(Summable):
-    """A stripe of samples' share of :func:`cross_products`' sums."""
+    """A stripe of samples' share of :func:`cross_products` (before the weights)."""
 
     left: Any
-    right_sum: Any
     right: Any
-    left_sum: Any
 
 
-def _cross(blocks, offset, split, dW, cW, dT, cT, left_dtype, right_dtype):
+def _cross(blocks, offset, split, dW, cW, dT, cT, dtypes, means):
     """A stripe of samples of both fields (the left's ``split`` blocks, then the right's):
-    ``(Xl^T Yr, 1^T Yr, Xr^T Yl, 1^T Yl)`` with ``Yr = Xr dW - 1 cW^T`` and ``Yl = Xl dT -
+    ``((Xl - 1 mul^T)^T Yr, (Xr - 1 mur^T)^T Yl)``, ``Yr = Xr dW - 1 cW^T``, ``Yl = Xl dT -
     1 cT^T``, a sub-block of both at a time (each read once for both products)."""
-    left, right = blocks[:split], blocks[split:]
-    width = max(sum(b.shape[1] for b in side) for side in (left, right))
+    sides = blocks[:split], blocks[split:]
+    width = max(sum(b.shape[1] for b in side) for side in sides)
     total = None
     for start, stop in sub_blocks(blocks[0].shape[0], width, ROW_BLOCK_VALUES):
-        xl = stripe_sub(left, 0, start, stop, left_dtype)
-        xr_ = stripe_sub(right, 0, start, stop, right_dtype)
-        yr, yl = _float64(xr_ @ dW) - cW, _float64(xl @ dT) - cT
-        xp = backend.api(yr)
+        x = [stripe_sub(side, 0, start, stop, t) for side, t in zip(sides, dtypes, strict=True)]
+        y = _float64(x[1] @ dW) - cW, _float64(x[0] @ dT) - cT  # Yr, Yl
         part = _Cross(
-            _float64(xl.T @ backend.astype(yr, left_dtype, copy=False)),
-            xp.sum(yr, axis=0),
-            _float64(xr_.T @ backend.astype(yl, right_dtype, copy=False)),
-            xp.sum(yl, axis=0),
+            *(
+                _float64(x[i].T @ backend.astype(y[i], dtypes[i], copy=False))
+                - means[i][:, None] * backend.api(y[i]).sum(y[i], axis=0)[None, :]
+                for i in (0, 1)
+            )
         )
         total = part if total is None else total + part
     return total
@@ -372,17 +369,13 @@ def cross_products(fl: Field, fr: Field, W, T):
             f.data if backend.is_dask(f.data) else da.from_array(f.data, chunks=(rows, -1))
             for f in (fl, fr)
         )
-        ex, items, split = (
-            Stepwise(da.concatenate([xl, xr_], axis=1), 0, SPLIT_EVERY),
-            None,
-            xl.numblocks[1],
-        )
+        joined = da.concatenate([xl, xr_], axis=1)
+        ex, items, split = Stepwise(joined, 0, SPLIT_EVERY), None, xl.numblocks[1]
     else:
         ex, items, split = Eager(fl.data, 0), [[fl.data, fr.data]], 1
-    s = _read(ex, _cross, split, dW, cW, dT, cT, *dtypes, summed=True, items=items)
-    CW = (s.left - vl.mean[:, None] * s.right_sum[None, :]) * vl.scale[:, None]
-    CtT = (s.right - vr.mean[:, None] * s.left_sum[None, :]) * vr.scale[:, None]
-    return CW, CtT
+    args = (split, dW, cW, dT, cT, dtypes, (vl.mean, vr.mean))
+    s = _read(ex, _cross, *args, summed=True, items=items)
+    return s.left * vl.scale[:, None], s.right * vr.scale[:, None]
 
 
 def check_same_memory(fields: dict[str, Field]) -> None:
