@@ -202,6 +202,7 @@ def test_labeled_center_matched_by_label_and_broadcast(tmp_path):
     np.testing.assert_allclose(res.S.values, ref.S.values, rtol=1e-9)
     xr.testing.assert_allclose(res.mean, per_lat.broadcast_like(da.isel(time=0)).drop_vars([]))
     assert res.settings["center"] == "given" and res.center
+    assert "center='given'" in repr(res)
     exact = da.svd.exact(k=3, dim="time", center=per_lat)
     np.testing.assert_allclose(exact.S.values, ref.S.values, rtol=1e-12)
     res.to_zarr(tmp_path / "r.zarr")
@@ -236,8 +237,9 @@ def test_labeled_center_fills_missing_and_projects():
         ),
         (lambda da: da.isel(time=0).where(da.lat > 0), ValueError, "NaN or infinite at 10 of"),
         (lambda da: da.isel(time=0).astype(str), TypeError, "real numbers"),
+        (lambda da: {"t": da.mean("time")}, TypeError, r"center=center\['t'\]"),
     ],
-    ids=["numpy", "sample-dim", "missing-label", "wrong-size", "nan", "strings"],
+    ids=["numpy", "sample-dim", "missing-label", "wrong-size", "nan", "strings", "per-variable"],
 )
 def test_labeled_center_refusals_say_how_to_fix(make, error, match):
     da = _field()

@@ -11,6 +11,8 @@ user can cause name the variable and the fix.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -378,3 +380,47 @@ def test_every_backend_gives_numpys_numbers_where_the_data_are(backend, options)
             assert xb.device(x) == res.U.data.device and not isinstance(x, np.ndarray)
     np.testing.assert_allclose(backend.host(rebuilt["a"].data), ref.reconstruct()["a"].values)
     np.testing.assert_allclose(backend.host(scores.data), backend.host(res.U.data), atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", ["compressed", "exact"])
+def test_given_center_per_variable(backend, solver):
+    """``center=`` values per variable (a Dataset, or a dict over each variable's feature
+    dims, one DataArray broadcast over the dims it lacks): the joint SVD of the variables
+    minus them, on every backend; the results keep the given values as ``mean``. It was
+    refused, naming an internal 'stacked_feature' dimension."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((40, 6)) @ rng.standard_normal((6, 12)) + 5.0
+    b = rng.standard_normal((40, 7)) + a[:, :7]
+    ca, cb = np.linspace(4.0, 6.0, 12), 1.5
+    data = xr.Dataset({"a": (("time", "x"), backend(a)), "b": (("time", "y"), backend(b))})
+    center = {"a": xr.DataArray(ca, dims="x"), "b": xr.DataArray(cb)}
+    if solver == "exact":
+        center = xr.Dataset(center)
+        res = data.svd.exact(k=3, dim="time", center=center)
+    else:
+        res = data.svd.compressed(k=3, dim="time", center=center, seed=0)
+    want = np.linalg.svd(np.hstack([a - ca, b - cb]), compute_uv=False)[:3]
+    np.testing.assert_allclose(backend.host(res.S.data), want, rtol=1e-9)
+    assert res.settings["center"] == "given"
+    np.testing.assert_allclose(backend.host(res.mean["a"].data), ca)
+    np.testing.assert_allclose(backend.host(res.mean["b"].data), np.full(7, cb))
+    rebuilt = res.reconstruct(k=3)
+    full = data.svd.exact(dim="time", center=center).reconstruct()
+    np.testing.assert_allclose(backend.host(full["b"].data), b, atol=1e-9)
+    assert rebuilt["a"].dims == ("time", "x")
+
+
+def test_given_center_lacking_a_variable_advice_subtracts_nothing_from_it():
+    """center values for one variable only: refused, and the advised entry of zeros for the
+    other gives the joint SVD of the first minus its values beside the second as it is."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((30, 4)) + 2.0, rng.standard_normal((30, 3)) - 1.0
+    ds = xr.Dataset({"a": (("time", "x"), a), "b": (("time", "y"), b)})
+    center = {"a": xr.DataArray(a.mean(axis=0), dims="x")}
+    with pytest.raises(ValueError, match="center have no entry for the variable 'b'") as err:
+        ds.svd(k=2, dim="time", center=center)
+    code = re.findall(r"`([^`]+)`", str(err.value))[-1]
+    fixed = eval(code[len("center=") :], {"center": center, "ds": ds, "xr": xr})
+    res = ds.svd(k=2, dim="time", center=fixed)
+    want = np.linalg.svd(np.hstack([a - a.mean(axis=0), b]), compute_uv=False)[:2]
+    np.testing.assert_allclose(res.S.values, want, rtol=1e-10)

@@ -103,7 +103,10 @@ def svd(data, k: int | None = None, *, method: str = "auto", **options) -> Multi
         undo and apply them. Dask data are read once more (not with
         ``standardize=True``, whose read gives them).
     method, center, standardize, missing, negative_missing, device, compute, progress
-        As for :func:`xsvd.svd`, applied to every variable.
+        As for :func:`xsvd.svd`, applied to every variable. Values to subtract
+        (``center=``) are given per variable as ``weights`` are: a Dataset or a
+        dict with an entry for every variable (each a DataArray over that
+        variable's feature dims), or one DataArray for every variable.
     n_power_iter, n_oversamples, seed, dtype, krylov, tol, max_passes
         Compressed solver only; see :func:`xsvd.compressed`.
 
@@ -168,6 +171,8 @@ def _run(data, k, method: str, options: tuple) -> MultivariateResult:
         for name, var in stack.variables(data).items()
     }
     a = stack.to_matrix(variables)
+    if read.given:  # values to subtract, per variable: one vector over the columns
+        read = replace(read, center=stack.center_values(read.center))
     user = stack.weights_vector(labeling.weights)
     w = user
     if labeling.standardize:
@@ -284,36 +289,64 @@ class Stacked:
         """The per-variable weights as one vector over the columns (None: unweighted)."""
         if weights is None:
             return None
-        if isinstance(weights, xr.Dataset):
-            given = dict(weights.data_vars)
-        elif isinstance(weights, Mapping):
-            given = dict(weights)
-        else:  # one DataArray (or number) for every variable
-            given = dict.fromkeys(self.names, weights)
-        unknown = [name for name in given if name not in self.layouts]
-        if unknown:
-            raise ValueError(
-                f"weights are given for {unknown[0]!r}, which is not one of the decomposed "
-                f"variables {list(self.names)}. Key the weights by variable name, e.g. "
-                f"`weights={{{self.names[0]!r}: xsvd.coslat_weights(ds[{self.names[0]!r}])}}`."
-            )
-        lacking = [name for name in self.names if name not in given]
-        if lacking:
-            raise ValueError(
-                f"weights have no entry for the variable {lacking[0]!r} (they are keyed "
-                f"{list(given)}), which would leave it unweighted beside weighted ones. Give "
-                f"every variable an entry; for none on one, `None` or 1: e.g. "
-                f"`weights={{**weights, {lacking[0]!r}: None}}`."
-            )
+        example = f"xsvd.coslat_weights(ds[{self.names[0]!r}])"
+        lacking = "which would leave it unweighted beside weighted ones"
+        per = self._per_variable(weights, "weights", example, lacking, lambda name: "None")
         vectors = []
-        for name in self.names:
+        for name, given in per.items():
             L = self.layouts[name]
             try:
-                w = preprocess.weights_vector(L, given[name])
+                w = preprocess.weights_vector(L, given)
             except (TypeError, ValueError) as err:
                 raise type(err)(f"weights of variable {name!r}: {err}") from None
             vectors.append(np.ones(L.n_features) if w is None else w)
         return np.concatenate(vectors)
+
+    def center_values(self, center) -> xr.DataArray:
+        """``center=`` values per variable (a Dataset or a dict of DataArrays over each
+        variable's feature dims, or one DataArray for every variable) as one DataArray over
+        the columns, for the core (:func:`xsvd.labeled.preprocess.center_vector`)."""
+        example = f"ds[{self.names[0]!r}].mean('time')"
+        lacking = "which would subtract nothing from it beside the others"
+        sample = ", ".join(f"{d}=0" for d in self.layout.sample_dims)
+
+        def zeros(name: str) -> str:
+            return f"xr.zeros_like(ds[{name!r}].isel({sample}, drop=True))"
+
+        vectors = []
+        for name, given in self._per_variable(center, "center", example, lacking, zeros).items():
+            try:
+                vectors.append(preprocess.center_vector(self.layouts[name], given))
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"center of variable {name!r}: {err}") from None
+        return xr.DataArray(np.concatenate(vectors), dims=(FEATURE,))
+
+    def _per_variable(self, values, what: str, example: str, lacking: str, none) -> dict:
+        """``values`` keyed by variable, in the variables' order: a Dataset or a mapping
+        (every variable needs an entry; ``none(name)``: the code of an entry that leaves a
+        variable as it is), or one value for every variable."""
+        if isinstance(values, xr.Dataset):
+            given = dict(values.data_vars)
+        elif isinstance(values, Mapping):
+            given = dict(values)
+        else:  # one DataArray (or number) for every variable
+            given = dict.fromkeys(self.names, values)
+        unknown = [name for name in given if name not in self.layouts]
+        if unknown:
+            raise ValueError(
+                f"{what} are given for {unknown[0]!r}, which is not one of the decomposed "
+                f"variables {list(self.names)}. Key the {what} by variable name, e.g. "
+                f"`{what}={{{self.names[0]!r}: {example}}}`."
+            )
+        missing = [name for name in self.names if name not in given]
+        if missing:
+            name = missing[0]
+            raise ValueError(
+                f"{what} have no entry for the variable {name!r} (they are keyed "
+                f"{list(given)}), {lacking}. Give every variable an entry, e.g. "
+                f"`{what}={{**{what}, {name!r}: {none(name)}}}`."
+            )
+        return {name: given[name] for name in self.names}
 
     def equal_variance_scales(self, a, weights, standardized, read) -> dict:
         """Each variable's factor ``1 / sqrt(total weighted variance)``.

@@ -20,7 +20,7 @@ The core never changes an options object it is given (they are frozen);
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, asdict, dataclass, fields, replace
 from typing import Any, Literal
 
@@ -110,8 +110,11 @@ class Preprocessing:
 
     @property
     def given(self) -> bool:
-        """``center`` holds the values to remove (an array), not True or False."""
-        return not isinstance(self.center, bool | np.bool_) and hasattr(self.center, "shape")
+        """``center`` holds the values to remove (an array; per variable of a Dataset, a
+        mapping), not True or False."""
+        if isinstance(self.center, bool | np.bool_):
+            return False
+        return hasattr(self.center, "shape") or isinstance(self.center, Mapping)
 
     @property
     def centers(self) -> bool:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -154,8 +155,17 @@ def center_vector(layout: Layout, center):
     """``center=``: True or False as they are; values to subtract (a DataArray over the
     feature dims, broadcast over those it lacks, matched by label as weights are) as a
     float64 vector over the features, checked (finite numbers)."""
-    if isinstance(center, bool | np.bool_) or not hasattr(center, "shape"):
-        return center  # True, False, or refused by the options
+    if isinstance(center, bool | np.bool_):
+        return center
+    if isinstance(center, Mapping):  # a Dataset or a dict: per variable, for Dataset.svd
+        first = next(iter(center), "name")
+        raise TypeError(
+            "center values of one DataArray are one DataArray over its feature dimensions "
+            f"{layout.feature_dims}; per-variable values (a Dataset or a dict) are for "
+            f"Dataset.svd. Pass the entry of this variable, e.g. `center=center[{first!r}]`."
+        )
+    if not hasattr(center, "shape"):
+        return center  # refused by the options
     if not isinstance(center, xr.DataArray):
         raise TypeError(
             "center values must be an xarray.DataArray over (some of) the feature dimensions "

@@ -96,7 +96,7 @@ class SVDResult(Result, statistics.StatisticsMethods):
             f"<xsvd.SVDResult{lazy}: method={self.method!r}, k={k}, "
             f"samples={dict((d, L.sizes[d]) for d in L.sample_dims)}, "
             f"features={dict((d, L.sizes[d]) for d in L.feature_dims)}, "
-            f"center={self.center}, weighted={self._weights is not None}>"
+            f"center={self.settings['center']!r}, weighted={self._weights is not None}>"
         )
 
     # ------------------------------------------------------------ dask
@@ -189,7 +189,8 @@ class SVDResult(Result, statistics.StatisticsMethods):
     # ------------------------------------------------------------- derived
     @property
     def mean(self) -> xr.DataArray | None:
-        """The per-feature mean that was removed (None when not centering)."""
+        """The per-feature values that were removed: the mean, or the values given as
+        ``center=`` (None when not centering)."""
         d = self._d
         if d.mean is None:
             return None
