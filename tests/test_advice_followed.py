@@ -125,8 +125,9 @@ core/missing.py
   119, 130, 173       missing='fill' / negative_missing with missing='error' / NaN ->
                       ``missing='mean'``   T missing_advice_takes_the_feature_means
   NAN_ADVICE          -> ``da.interpolate_na(dim)``   T nan_advice_interpolate_fills_the_gaps;
-                      -> "drop ... with ``da.dropna(...)``": no call, and ``dropna('time')``
-                      drops every sample where land is NaN   X nan_advice_drop_leaves_the_..
+                      -> ``da.where(da.notnull().all(dim))`` (was ``da.dropna(...)``: no
+                      call; ``dropna('time')`` dropped every sample where land is NaN)
+                      T nan_advice_leaves_the_gappy_features_out
   INFINITE_ADVICE     -> ``da.where(np.isfinite(da))`` + missing='mean'
                       T infinite_values_advice_makes_them_nan_then_means
 core/options.py
@@ -1054,17 +1055,14 @@ def test_nan_advice_interpolate_fills_the_gaps(backend):
     np.testing.assert_allclose(_host(backend, res.S), _svals(_centered(x), 3), rtol=1e-8)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="advice to change in xsvd/core/missing.py (NAN_ADVICE): `da.dropna(...)` names no "
-    "call, and `da.dropna('time')` drops every sample where land is NaN; "
-    "`da.where(da.notnull().all(dim))` leaves the gappy features out as land",
-)
-def test_nan_advice_drop_leaves_the_gappy_features_out():
+def test_nan_advice_leaves_the_gappy_features_out():
+    """missing.py: NaN at some samples; the advised `da.where(da.notnull().all(dim))` leaves
+    those features out as land (it advised `da.dropna(...)`, which names no call, and
+    `da.dropna('time')` drops every sample where land is NaN)."""
     field = _with_gaps(_field())
     with pytest.raises(xsvd.MissingValueError) as err:
         field.svd(k=3, dim="time", center=True)
-    code = _code(str(err.value), "dropna").replace("...", "'time'")
+    code = _code(str(err.value), "notnull")
     res = eval(code, {"da": field, "dim": "time"}).svd(k=3, dim="time", center=True)
     x = _matrix(field)
     np.testing.assert_allclose(res.S, _svals(_centered(x[:, ~np.isnan(x).any(0)]), 3))

@@ -140,7 +140,7 @@ NAN_ADVICE = (
     "Features that are NaN at every sample (e.g. land in an ocean field) are handled; for "
     "the others pass `missing='mean'`, which stands each one for its feature's mean over the "
     "samples (no filled copy is made), or fill them first, e.g. `da.interpolate_na(dim)`, or "
-    "drop the samples or features that hold them with `da.dropna(...)`."
+    "leave the features that hold them out, as land: `da.where(da.notnull().all(dim))`."
 )
 #: How to fix infinite values where ``missing="mean"`` is taken (the default advice).
 INFINITE_ADVICE = (
