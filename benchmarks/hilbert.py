@@ -36,7 +36,10 @@ Runs (``--runs``, all by default):
 Accuracy: the largest relative error of the ``k`` singular values and the
 largest angle of the complex patterns (up to a phase), against
 ``xsvd.hilbert_eof(padding="none", tol=1e-13)`` run the same way (its
-estimated error is printed). Not part of ``benchmarks/run.py``.
+estimated error is printed), or with ``--reference exact`` against the dense
+complex SVD (``method="exact"``, LAPACK: ~4 GB and 20+ minutes on 2 cores at
+full size), which ``--reference-cache DIR`` keeps in ``DIR`` for later runs
+(the field is the same for a shape). Not part of ``benchmarks/run.py``.
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ for _ in range(repeat):
             kw.update(method="compressed", tol=tol, max_passes=40)
         if run == "reference":
             kw.update(method="compressed", tol=1e-13, max_passes=40, seed=0)
+        if run == "reference-exact":
+            kw.update(method="exact")
         res = xsvd.hilbert_eof(field, k, **kw)
         S, V = res.S.values, res.V.values
         out["settings"] = {key: str(v) for key, v in res.settings.items()}
@@ -221,6 +226,10 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=2, help="calls per run (the fastest is kept)")
     p.add_argument("--timeout", type=float, default=2400, help="seconds per run")
     p.add_argument("--tol", type=float, default=1e-10, help="tol of the xsvd-tol run")
+    p.add_argument("--reference", choices=("tol", "exact"), default="tol",
+                   help="xsvd at tol=1e-13, or the dense complex SVD")  # fmt: skip
+    p.add_argument("--reference-cache", default=None,
+                   help="a folder that keeps the exact reference (reused when there)")  # fmt: skip
     args = p.parse_args(argv)
     shape = tuple(int(v) for v in args.shape.lower().split("x"))
     runs = [r for r in args.runs.split(",") if r]
@@ -233,8 +242,18 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         np.save(os.path.join(tmp, "field.npy"), block(shape, slice(None), slice(None)))
         results = {}
-        for run in ["reference", *runs]:
-            if run not in (*RUNS, "reference") and not run.startswith("xsvd-tol="):
+        cache = Path(args.reference_cache) if args.reference_cache else None
+        first = "reference" if args.reference == "tol" else "reference-exact"
+        if cache and first == "reference-exact" and (cache / "reference-S.npy").exists():
+            for part in ("S", "V"):
+                np.save(os.path.join(tmp, f"reference-{part}.npy"),
+                        np.load(cache / f"reference-{part}.npy"))  # fmt: skip
+            results["reference"] = {"seconds": float("nan"), "cached": str(cache)}
+            first = None
+        for run in [first, *runs] if first else runs:
+            if run not in (*RUNS, "reference", "reference-exact") and not run.startswith(
+                "xsvd-tol="
+            ):
                 raise SystemExit(f"unknown run {run!r}: pick from {RUNS} or xsvd-tol=<tol>")
             env = dict(os.environ, HILBERT_BENCH=str(HERE), PYTHONPATH=str(ROOT))
             if run.startswith("before"):
@@ -242,30 +261,40 @@ def main(argv=None):
                 env["PYTHONPATH"] = env["HILBERT_BEFORE"]
             before = {"before": "xsvd-none", "before-exp": "xsvd", "before-dask": "dask-samples"}
             todo = {**before, "before-dask-exp": "dask-exp"}.get(run, run)
-            repeat = 1 if run == "reference" else args.repeat
-            cmd = [sys.executable, "-c", CHILD, todo, tmp, str(k), args.shape, run, str(repeat),
+            repeat = 1 if run.startswith("reference") else args.repeat
+            name = "reference" if run.startswith("reference") else run
+            cmd = [sys.executable, "-c", CHILD, todo, tmp, str(k), args.shape, name, str(repeat),
                    str(args.tol)]  # fmt: skip
             try:
                 done = subprocess.run(
                     cmd, env=env, capture_output=True, text=True, timeout=args.timeout
                 )
             except subprocess.TimeoutExpired:
-                results[run] = {"error": f"over {args.timeout:.0f} s"}
+                results[name] = {"error": f"over {args.timeout:.0f} s"}
                 print(f"{run}: over {args.timeout:.0f} s", flush=True)
                 continue
             if done.returncode:
-                results[run] = {"error": done.stderr.strip().splitlines()[-1]}
-                print(f"{run}: failed: {results[run]['error']}", flush=True)
+                results[name] = {"error": done.stderr.strip().splitlines()[-1]}
+                print(f"{run}: failed: {results[name]['error']}", flush=True)
                 continue
             out = json.loads(done.stdout.strip().splitlines()[-1])
-            results[run] = out
+            results[name] = out
+            if run == "reference-exact" and cache:
+                cache.mkdir(parents=True, exist_ok=True)
+                for part in ("S", "V"):
+                    np.save(cache / f"reference-{part}.npy",
+                            np.load(os.path.join(tmp, f"reference-{part}.npy")))  # fmt: skip
             print(f"{run}: {out['seconds']:.1f} s, peak {out['peak_bytes'] / field_bytes:.2f}x",
                   flush=True)  # fmt: skip
         s_ref = np.load(os.path.join(tmp, "reference-S.npy"))
         v_ref = np.load(os.path.join(tmp, "reference-V.npy"))
         ref = results["reference"]
-        print(f"reference: xsvd padding='none', tol=1e-13: {ref['seconds']:.1f} s, estimated "
-              f"relative error {ref.get('estimated_error', float('nan')):.1e}")  # fmt: skip
+        if args.reference == "exact":
+            print(f"reference: the dense complex SVD (method='exact'), "
+                  f"{ref.get('cached') or format(ref['seconds'], '.1f') + ' s'}")  # fmt: skip
+        else:
+            print(f"reference: xsvd padding='none', tol=1e-13: {ref['seconds']:.1f} s, estimated "
+                  f"relative error {ref.get('estimated_error', float('nan')):.1e}")  # fmt: skip
         print(f"{'run':<16}{'time s':>9}{'peak GB':>9}{'x field':>9}{'max rel S err':>15}"
               f"{'max angle':>11}  passes")  # fmt: skip
         for run in runs:
