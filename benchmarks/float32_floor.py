@@ -179,6 +179,21 @@ def cases(part: str):
                         yield f"{kind} {m}x{n} s{seed} weights", a, {"center": True, "weights": w}
 
 
+def extra_cases():
+    """Offsets below the reference's threshold (4 and 15 times each feature's spread:
+    read without one), and uncentered data whose mean makes ``s_j / s_1`` down to 1e-4."""
+    for kind in ("test", "mp", "lowrank", "flat"):
+        for m, n in ((240, 30), (30, 240), (1000, 400)):
+            a0 = base(kind, m, n, 0)
+            for ratio in (4.0, 15.0):
+                a = (a0 + ratio * a0.std(axis=0)).astype(np.float32)
+                yield f"{kind} {m}x{n} col-off{ratio:g}", a, {"center": True}
+            rng = np.random.default_rng(5)
+            for ratio in (30.0, 300.0, 3000.0):
+                a = (a0 + ratio * a0.std() * (1 + rng.random(n))).astype(np.float32)
+                yield f"{kind} {m}x{n} uncentered off{ratio:g}", a, {"center": False}
+
+
 def genotype_cases(quick: bool):
     sizes = [(600, 2000), (300, 8000)] if quick else [(600, 2000), (300, 8000), (2000, 20000)]
     for ns, nv in sizes:
@@ -212,42 +227,51 @@ def run_case(name, a, opts, k, rows, iters, seeds=(0, 1), given=None):
                 rows.append(r)
 
 
-def large_cases(rows, out):
-    """4,000 x 40,000 float32 and its transpose: one spectrum, both stripe orientations."""
+def large_cases(rows, out, only=None):
+    """4,000 x 40,000 float32 and its transpose (the offsets per feature, a column, in
+    both): one spectrum, both stripe orientations. ``only``: these labels."""
     a = base("test", 4000, 40_000, 0)
-    rng = np.random.default_rng(7)
+    spread = a.std()
     for ratio in (0.0, 1e6):
-        x = (a + ratio * a.std() * (1 + rng.random(a.shape[1]))).astype(np.float32)
-        for label, y in (("4000x40000", x), ("40000x4000", np.ascontiguousarray(x.T))):
-            t0 = time.perf_counter()
-            t = truth(y, True, None, 5)
-            name = ""
+        for label in ("4000x40000", "40000x4000"):
             name = f"test {label} off{ratio:g}"
+            if only and name not in only:
+                continue
+            t0 = time.perf_counter()
+            y = a if label == "4000x40000" else a.T
+            rng = np.random.default_rng(7)
+            y = np.ascontiguousarray(y + ratio * spread * (1 + rng.random(y.shape[1])), np.float32)
+            t = truth(y, True, None, 5)
             run_case(name, y, {"center": True}, 5, rows, (None, 3), seeds=(0,), given=t)
             print(f"{name}: {time.perf_counter() - t0:.0f} s", flush=True)
             Path(out + ".json").write_text(json.dumps(rows))
             del y
-        del x
+
+
+def floored(r, c: float = small.PRODUCT_ROUNDING):
+    """A run's unfloored estimates plus ``c eps s_1``, over the true errors."""
+    err, raw = np.asarray(r["err"]), np.asarray(r["raw"])
+    return (raw + c * EPS * r["s1"]) / err
 
 
 def summary(rows):
     lines = [
-        "| case | stripes | q | passes | max err/S | est/err min | est/err median "
-        "| c_lam | c_s1 | c_rms |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| case | stripes | Dask | q | passes | max err/S | need add_s1 | est/err min "
+        "| est/err median |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        ratio = np.asarray(r["est_over_err"])
+        q = floored(r)
         lines.append(
-            f"| {r['case']} | {r['stripes']} | {r['n_power_iter']} | {r['passes']} "
-            f"| {max(r['err_rel']):.1e} | {ratio.min():.3g} | {np.median(ratio):.3g} "
-            f"| {r['c_lam']:.3g} | {r['c_s1']:.3g} | {r['c_rms']:.3g} |"
+            f"| {r['case']} | {r['stripes']} | {r.get('dask', False)} | {r['n_power_iter']} "
+            f"| {r['passes']} | {max(r['err_rel']):.1e} | {needs([r])['add_s1']:.3g} "
+            f"| {q.min():.3g} | {np.median(q):.3g} |"
         )
     return lines
 
 
 def needs(rows):
-    """Per run, the constant of each candidate floor its estimates needed."""
+    """The constant of each candidate floor the estimates of ``rows`` needed."""
     out = {}
     for form in ("s1", "lam"):
         for mode in ("max", "add"):
@@ -263,38 +287,56 @@ def needs(rows):
 
 def report(rows, command):
     worst = needs(rows)
-    ratio = np.concatenate([r["est_over_err"] for r in rows])
     err, raw = (np.concatenate([r[x] for r in rows]) for x in ("err", "raw"))
     s1 = np.concatenate([[r["s1"]] * len(r["err"]) for r in rows])
+    rounding = err[raw < 0.1 * err] / (EPS * s1[raw < 0.1 * err])
+    before = np.concatenate(
+        [np.asarray(r["err"]) * 0 + 25 * EPS * r["s1"] ** 2 / np.asarray(r["S"]) for r in rows]
+    )
+    before = np.maximum(before, raw) / err
     head = [
-        f"# float32 products: the floor of the S-error estimates ({len(rows)} runs)",
+        f"# float32 products: the floor of the S-error estimates ({len(rows)} runs, "
+        f"{err.size} components)",
         "",
         f"Command: `{command}`",
         "",
-        "Smallest constant keeping every estimate >= the true error (0 where the "
-        "unfloored estimate is already above it), per form of the floor: "
-        "`max_*`: the floor replaces smaller estimates; `add_*`: it is added to them; "
-        "`*_s1`: `c eps s_1` in the S error; `*_lam`: `c eps s_1^2 / (2 s_j)` (ROUNDING = 50 "
-        "before). " + ", ".join(f"{c} = {v:.3g}" for c, v in worst.items()) + ".",
+        "The smallest constant that keeps every estimate >= the true error (0 where the "
+        "unfloored estimate is already above it), per form of the floor: `max_*`: the "
+        "floor replaces smaller estimates; `add_*`: it is added to them; `*_s1`: `c eps "
+        "s_1` in the S error; `*_lam`: `c eps s_1^2 / (2 s_j)` (before: `max_lam` with "
+        "ROUNDING = 50): " + ", ".join(f"{c} = {v:.3g}" for c, v in worst.items()) + ".",
         "",
-        f"Estimates of the code that ran / true error: min {ratio.min():.3g}, median "
-        f"{np.median(ratio):.3g}, 90th percentile {np.percentile(ratio, 90):.3g}.",
+        f"Rounding-limited components (unfloored estimate < 0.1x the truth, {rounding.size}): "
+        f"true error / (eps s_1) median {np.median(rounding):.3g}, 90th percentile "
+        f"{np.percentile(rounding, 90):.3g}, max {rounding.max():.3g}.",
+        "",
+        f"Before (floor ROUNDING eps s_1^2 / (2 s_j)), estimate / true error: min "
+        f"{before.min():.3g}, median {np.median(before):.3g}, 90th percentile "
+        f"{np.percentile(before, 90):.3g}.",
         "",
     ]
-    for c in (2.0, 4.0, 5.0):
-        est = raw + c * EPS * s1
-        q = est / err
+    for c in (2.0, small.PRODUCT_ROUNDING, 5.0):
+        q = np.concatenate([floored(r, c) for r in rows])
         head += [
-            f"Unfloored estimate + {c:g} eps s_1 / true error: min {q.min():.3g}, median "
-            f"{np.median(q):.3g}, 90th percentile {np.percentile(q, 90):.3g}.",
+            f"Unfloored estimate + {c:g} eps s_1 (PRODUCT_ROUNDING = {c:g}), over the true "
+            f"error: min {q.min():.3g}, median {np.median(q):.3g}, 90th percentile "
+            f"{np.percentile(q, 90):.3g}.",
             "",
         ]
+    head += [
+        "Per run (est: unfloored + PRODUCT_ROUNDING eps s_1; `need add_s1`: the constant "
+        "this run needed; q: n_power_iter, None the default stop):",
+        "",
+    ]
     return "\n".join(head + summary(rows)) + "\n"
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--part", choices=["small", "big", "genotypes", "large"], action="append")
+    p.add_argument(
+        "--part", choices=["small", "big", "extra", "genotypes", "large"], action="append"
+    )
+    p.add_argument("--only", nargs="+", help="--part large: only these cases")
     p.add_argument("--merge", nargs="+", help="only write the report of these result files")
     p.add_argument("--out", default=str(HERE / "results" / "float32-floor"))
     args = p.parse_args(argv)
@@ -317,13 +359,19 @@ def main(argv=None):
             worst = max(r["c_s1"] for r in rows[-6:])
             print(f"{name}: {time.perf_counter() - t0:.0f} s, c_s1 {worst:.3g}", flush=True)
             Path(args.out + ".json").write_text(json.dumps(rows))
+    if "extra" in parts:
+        for name, a, opts in extra_cases():
+            k = 3 if min(a.shape) <= 30 else 8
+            run_case(name, a, opts, k, rows, (2, None), seeds=(0,))
+            print(f"{name}: {time.perf_counter() - t0:.0f} s", flush=True)
+            Path(args.out + ".json").write_text(json.dumps(rows))
     if "genotypes" in parts:
         for name, g, opts in genotype_cases(False):
             run_case(name, g, opts, 5, rows, (2, None), seeds=(0,))
             print(f"{name}: {time.perf_counter() - t0:.0f} s", flush=True)
             Path(args.out + ".json").write_text(json.dumps(rows))
     if "large" in parts:
-        large_cases(rows, args.out)
+        large_cases(rows, args.out, args.only)
     Path(args.out + ".md").write_text(report(rows, command))
     Path(args.out + ".json").write_text(json.dumps(rows))
 
