@@ -1,24 +1,24 @@
-"""How far below the rounding floor of the error estimates float32 products' true errors lie.
+"""How far below the floor of the S-error estimates float32 products' true errors lie.
 
-    .venv/bin/python benchmarks/float32_floor.py            # the sweep (about 10 minutes)
-    .venv/bin/python benchmarks/float32_floor.py --quick    # small shapes only
+    .venv/bin/python benchmarks/float32_floor.py --part small         # about 15 minutes
+    .venv/bin/python benchmarks/float32_floor.py --part extra --part genotypes
+    .venv/bin/python benchmarks/float32_floor.py --part large         # 4,000 x 40,000
+    .venv/bin/python benchmarks/float32_floor.py --merge a.json b.json  # one report
 
-The compressed SVD's estimate of a singular value's error is at least a floor
-for the rounding of the products (``xsvd.core.randomized.small._estimates``).
-This sweep measures, for float32 products, the true error of every component
-(``|S - S_exact|``, ``S_exact`` from ``numpy.linalg.svd`` of the float64
-centered, weighted matrix of the same float32 or uint8 data) and the estimate
-the Ritz values give without any floor (the floor set to 0 for the same Ritz
-values), and reports per case the smallest constant ``c`` that keeps every
-estimate at or above the truth for candidate floors of the S error:
-
-- ``c_lam``:   ``c eps s_1^2 / (2 s_j)`` (the present floor, ``c = ROUNDING = 50``);
-- ``c_s1``:    ``c eps s_1``;
-- ``c_rms``:   ``c eps sqrt(L) ||K||_F / sqrt(d)`` with ``L`` the products' inner length
-  (the thin side), ``d`` the Ritz values and ``||K||_F^2`` their sum.
-
-Only components whose unfloored estimate is below the truth need the floor;
-the others count 0. Writes ``benchmarks/results/float32-floor.{json,md}``.
+The compressed SVD's estimate of a singular value's error holds, besides the
+convergence of the Ritz values, the rounding of the products
+(``xsvd.core.randomized.small._estimates``: ``PRODUCT_ROUNDING eps s_1`` added
+for float32 products). This sweep measures, for float32 products, the true
+error of every component (``|S - S_exact|``, ``S_exact`` from
+``numpy.linalg.svd`` of the float64 centered, weighted matrix of the same
+float32 or uint8 data) and the estimate the same Ritz values give without any
+floor (``ROUNDING`` and ``PRODUCT_ROUNDING`` set to 0 for one more call), and
+reports the smallest constant that keeps every estimate at or above the truth
+for candidate floors of the S error: ``c eps s_1`` or ``c eps s_1^2 / (2 s_j)``
+(the floor before, with ``c = ROUNDING = 50``), replacing smaller estimates or
+added to them. Every case runs in both stripe orientations (the other one as
+Dask chunks). Writes ``--out`` ``.md`` and ``.json`` (default
+``benchmarks/results/float32-floor``).
 """
 
 from __future__ import annotations
