@@ -79,7 +79,7 @@ climate/weights.py *  (unnamed data were called "None" in 93 and 105)
   114                 latitude along the samples -> decompose along time
                       T latitude_along_the_samples_advice_decomposes_along_time;  122 D
 climate/multivariate.py
-  514 _as_variables   a DataArray -> ``da.svd(...)``   T dataarray_to_the_multivariate_svd..
+  stacked as_variables a DataArray -> ``da.svd(...)``   T dataarray_to_the_multivariate_svd..
   503                 coordinates only -> ``xr.Dataset({'sst': sst, 'slp': slp})``
                       T dataset_of_coordinates_only_advice_makes_them_variables
   530 _sample_dims    default dims differ -> ``dim=...``   T variables_with_other_default..

@@ -3,7 +3,7 @@
 :class:`MultivariateResult` wraps the :class:`~xsvd.SVDResult` of the
 combined matrix (all variables' features along one dim, ``FEATURE``) and
 gives back per-variable Datasets through
-:meth:`xsvd.climate.multivariate.Stacked.split`: ``V``, ``mean``, the
+:meth:`xsvd.climate.stacked.Stacked.split`: ``V``, ``mean``, the
 weights, ``eofs()`` and ``reconstruct()``. Everything else (``U``, ``S``,
 explained variance, errors, eigenvalues, PCs, projection) is the combined
 result's.
@@ -22,7 +22,7 @@ from ..labeled.layout import COMPONENT, describe_layout, layout_from_description
 
 if TYPE_CHECKING:
     from ..labeled.result import SVDResult
-    from .multivariate import Stacked
+    from .stacked import Stacked
 
 __all__ = ["MultivariateResult", "FEATURE"]
 
@@ -162,7 +162,7 @@ class MultivariateResult(Result):
 
     @classmethod
     def from_state(cls, parts: dict, record: dict) -> MultivariateResult:
-        from .multivariate import Stacked
+        from .stacked import Stacked
 
         combined = parts["combined"]
         names = tuple(record["names"])
