@@ -106,7 +106,8 @@ def bootstrap(
     dim : hashable or sequence, optional
         Sample dimension(s), resampled; default as :func:`xsvd.svd`.
     center : bool, default True
-        Remove each feature's mean (each replicate's own).
+        Remove each feature's mean (each replicate's own). False warns, as
+        :func:`xsvd.svd` does, where the means carry most of the sum of squares.
     weights : xarray.DataArray, optional
         Feature weights, e.g. :func:`xsvd.coslat_weights`.
     ci : float, default 0.95
@@ -124,8 +125,9 @@ def bootstrap(
     n_power_iter, n_oversamples, seed, tol, max_passes
         As :func:`xsvd.compressed`, with the same defaults: by default the
         passes stop once every replicate's estimated relative errors (of its
-        ``k`` singular values and its residuals) are below ``1e-6``, after 8
-        passes at most (a replicate that has converged is not multiplied
+        ``k`` singular values and its residuals) are below ``1e-6`` or at the
+        precision of the float64 products (the core's stop rule), after 8
+        passes at most (a replicate that has stopped is not multiplied
         again); ``tol`` (with ``max_passes``, default 20) asks for another
         tolerance, ``n_power_iter`` for ``n_power_iter + 1`` passes exactly
         (a warning says when they leave estimated errors above 1%).
@@ -149,8 +151,8 @@ def bootstrap(
         as the Dataset ``replicates``. Every part stays on the data's device.
         ``settings``: ``reads`` (of the data, in all), ``passes`` (the most of
         any batch), ``stopped`` (why, as :func:`xsvd.compressed` says it:
-        ``"converged"``, ``"max_passes"``, ``"space full"`` or
-        ``"n_power_iter"``) and ``estimated_error`` (the largest estimated
+        ``"converged"``, ``"precision of float64 products"``, ``"max_passes"``,
+        ``"space full"`` or ``"n_power_iter"``) and ``estimated_error`` (the largest estimated
         relative error of any replicate).
 
     Notes
