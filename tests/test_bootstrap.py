@@ -197,8 +197,7 @@ def test_tol_and_max_passes_are_taken_as_by_compressed():
         short = xsvd.bootstrap(da, 3, 4, dim="time", seed=0, tol=1e-12, max_passes=2)
     assert short.settings["stopped"] == "max_passes" and short.settings["reads"] == 3
     full = xsvd.bootstrap(_field(m=20, land=False), 2, 4, dim="time", seed=0, tol=1e-12)
-    # 13 + 7 columns fill the 20 samples; converged first, as xsvd.compressed says it
-    assert full.settings["stopped"] == "converged" and full.settings["passes"] == 2
+    assert full.settings["stopped"] == "space full"  # 13 + 7 columns: the 20 samples
     assert full.errors["S_relative"].max() < 1e-12
 
 
@@ -251,5 +250,5 @@ def test_error_bounds_as_the_core_decides():
     rough = xsvd.bootstrap(da, 2, 3, dim="time", seed=0, n_oversamples=4)
     assert rough.settings["error_bounds"] is False and rough.errors.attrs["error_bounds"] == 0
     few = xsvd.bootstrap(_field(m=12, land=False), 3, 3, dim="time", seed=0, n_oversamples=4)
-    assert few.settings["stopped"] == "converged" and few.settings["passes"] == 2  # full
+    assert few.settings["stopped"] == "space full" and few.settings["passes"] == 2
     assert "error_bounds" not in few.settings and "error_bounds" not in few.errors.attrs

@@ -443,7 +443,8 @@ def run_batch(reads: Reads, C, start, k: int, stop: Stopping, center: bool, keep
             crosses[b].append(Z[i, ...])
         passes += 1
         room = krylov_room(m, rank, l, sum(x.shape[1] for x in bases[active[0]]))
-        if stop.tol is not None and passes >= 2:  # the first (random) block says nothing yet
+        # the first (random) block says nothing yet; a full space is exact: no check needed
+        if stop.tol is not None and passes >= 2 and room > 0:
             found = [thin_errors(bases[b], crosses[b], k, np.float64) for b in active]
             why = [stop_reason(*e, stop.tol, stop.at_precision, np.float64) for e in found]
             said.update(r for r in why if r is not None)
