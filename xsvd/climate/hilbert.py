@@ -336,7 +336,12 @@ def hilbert_eof(
         :func:`xsvd.compressed`: by default the passes stop once every
         component's estimated relative error is below ``1e-6``, after 8 at
         most. The solver is block Krylov in float64, so ``krylov=False`` and
-        ``dtype="float32"`` are refused.
+        ``dtype="float32"`` are refused. ``n_oversamples`` (rounded up to even)
+        are the extra real columns of the real form's block: ``n_oversamples /
+        2`` complex ones. For the accuracy of xeofs' ``HilbertEOF`` (singular
+        values to ~1e-15, patterns to ~1e-9) pass ``tol=1e-7`` and a
+        ``max_passes`` of 15 or more: the defaults stop at about 1e-10 and
+        1e-5 on slowly converging fields (:file:`benchmarks/results/hilbert.md`).
 
     Returns
     -------
