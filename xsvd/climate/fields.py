@@ -75,8 +75,6 @@ DATA_RANGE = {np.dtype(np.float32): (-100, 100), np.dtype(np.float64): (-1000, 1
 ROW_BLOCK_VALUES = 1 << 22
 #: Per-stripe partial sums added per task over Dask stripes (few alive at once).
 SPLIT_EVERY = 2
-#: Rows of the panels of :meth:`Field.blocks` (products of two panels are small).
-PANEL_ROWS = 256
 
 
 #: The analyses reading through :func:`prepare_field` take no ``missing=``.
@@ -175,17 +173,16 @@ class Field:
         out -= v.mean[:, None] * self.xp.sum(T, axis=0)[None, :]
         return out * v.scale[:, None] if weighted else out
 
-    def formed(self):
-        """``B`` in memory (samples x kept features, float64, where the data are), one read."""
-        by_features = _executor(self.data).axis == 1
-        out = self.read(None, transpose=by_features, power=1)
-        return out.T if by_features else out
+    def formed(self, cols=slice(None)):
+        """``B[:, cols]`` in memory (float64, where the data are), one read."""
+        v = self.on_data
+        args = (None, 0, False, np.dtype(np.float64), v.mean[cols], v.scale[cols], 1)
+        return _read(_executor(self.data[:, cols], 0), _product, *args, summed=False)
 
     def read(self, M, *, transpose: bool = False, power: int = 0):
         """``X M`` (``transpose``: ``X^T M``) in float64, one read through the core's executor
         and stripes (:func:`_product`; ``M`` in the data's precision first); ``power`` 1 or 2:
-        of ``B`` or ``B**2`` (float64) instead of ``X``; ``M`` None: that matrix (or its
-        transpose) itself."""
+        of ``B`` or ``B**2`` (float64) instead of ``X``."""
         ex, v = _executor(self.data), self.on_data
         dtype = np.dtype(np.float64 if power else self.dtype)
         M = None if M is None else backend.astype(M, dtype, copy=False)
@@ -194,22 +191,14 @@ class Field:
 
     def blocks(self):
         """``B`` a block of columns (every sample, ``BLOCK_VALUES`` values, ``LAZY_BLOCK_VALUES``
-        for Dask) at a time, a read each, as the ``(rows, B[rows, columns])`` panels read (at
-        most ``PANEL_ROWS`` rows, float64), never joined: let go of each before the next."""
+        for Dask) at a time, float64, a read each (:meth:`formed`): let go of each before
+        the next."""
         m, n = self.shape
         step = max(1, (LAZY_BLOCK_VALUES if backend.is_dask(self.data) else BLOCK_VALUES) // m)
-        v, dtype = self.on_data, np.dtype(np.float64)
         for start in range(0, n, step):
-            cols = slice(start, min(n, start + step))
-            ex = _executor(self.data[:, cols], 0)
-            args = (None, 0, False, dtype, v.mean[cols], v.scale[cols], 1)
-            parts = _read(ex, _product, *args, summed=None)
-            yield [
-                (slice(offset + r.start, offset + r.stop), part[r, :])
-                for offset, part in zip(ex.offsets, parts, strict=True)
-                for r in panels(part.shape[0])
-            ]
-            del parts  # before the next is read
+            block = self.formed(slice(start, min(n, start + step)))
+            yield block
+            del block  # before the next is read
 
     def full(self, values, fill=np.nan):
         """Kept-feature rows (kept x k) back on every feature of the layout, ``fill`` elsewhere
@@ -253,24 +242,17 @@ def _executor(a, axis=None):
     return Stepwise(a, axis, SPLIT_EVERY)
 
 
-def _read(ex, kernel, *args, summed: bool | None, items=None):
+def _read(ex, kernel, *args, summed: bool, items=None):
     """``kernel(stripe, offset, *args)`` on every stripe of the executor ``ex`` (or on
-    ``items``), one read: the sum of the results (``summed``), the results joined along
-    their first dimension (False) or their list (None), computed."""
+    ``items``), one read: the sum of the results (``summed``), else the results joined
+    along their first dimension, computed."""
     stripes = ex.stripes() if items is None else items
     parts = ex.map(kernel, stripes, *args, per_stripe=(ex.offsets,))
     if summed:
         (total,) = ex.end_pass((ex.sum(parts),))
         return total
     (parts,) = ex.end_pass((list(parts),))
-    if summed is None or len(parts) == 1:
-        return parts if summed is None else parts[0]
-    return backend.api(parts[0]).concat(parts, axis=0)
-
-
-def panels(n: int):
-    """Slices of at most ``PANEL_ROWS`` of ``n`` rows."""
-    return (slice(r, min(n, r + PANEL_ROWS)) for r in range(0, n, PANEL_ROWS))
+    return parts[0] if len(parts) == 1 else backend.api(parts[0]).concat(parts, axis=0)
 
 
 def _product(
@@ -286,7 +268,9 @@ def _product(
         x = stripe_sub(blocks, axis, start, stop, dtype)
         if power:
             cols = slice(None) if axis == 0 else slice(offset + start, offset + stop)
-            x = ((x - mean[cols]) * scale[cols]) ** power
+            x = x - mean[cols]  # a new array: never the data's memory
+            x *= scale[cols]
+            x = x * x if power == 2 else x
         x = x.T if transpose else x
         if M is not None:
             x = _float64(x @ (M[offset + start : offset + stop, :] if summed else M))

@@ -293,10 +293,10 @@ def covariance_norm(fl: Field, fr: Field) -> float:
         return fr.unscaled(fl.unscaled(backend.to_scalar(fl.xp.sum(C * C)) ** 0.5))
     G = _gram(fl)
     total = fl.zeros(())
-    for pieces in fr.blocks():  # <Gl, b b^T> = sum((Gl b) * b), a panel of rows at a time
-        for rows, piece in pieces:
-            total += fl.xp.sum(sum(G[rows, other] @ p for other, p in pieces) * piece)
-        del pieces  # one block in memory at a time
+    for block in fr.blocks():  # <Gl, b b^T> = sum((Gl b) * b), a panel of rows at a time
+        for rows in _panels(n):
+            total += fl.xp.sum((G[rows, :] @ block) * block[rows, :])
+        del block  # one block in memory at a time
     return fr.unscaled(fl.unscaled(backend.to_scalar(total) ** 0.5 / (n - 1)))
 
 
@@ -305,15 +305,18 @@ def _norm_part(norm: float) -> xr.DataArray:
 
 
 def _gram(f: Field):
-    """``B B^T`` (samples x samples), from blocks of features: one read. Summed a pair of
-    panels of rows at a time: no other ``n x n`` matrix is made."""
+    """``B B^T`` (samples x samples), from blocks of features: one read. Summed a panel of
+    rows at a time: no other ``n x n`` matrix is made."""
     G = f.zeros((f.shape[0],) * 2)
-    for pieces in f.blocks():
-        for rows, piece in pieces:
-            for other, p in pieces:
-                G[rows, other] += piece @ p.T
-        del pieces  # one block in memory at a time
+    for block in f.blocks():
+        for rows in _panels(f.shape[0]):
+            G[rows, :] += block[rows, :] @ block.T
+        del block  # one block in memory at a time
     return G
+
+
+def _panels(n: int, size: int = 256):
+    return (slice(r, min(n, r + size)) for r in range(0, n, size))
 
 
 #: MCA's parts of each field: saved with the field's own coordinates (the grids may differ).
