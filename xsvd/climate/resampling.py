@@ -330,7 +330,9 @@ def _feature_pass(
     B, l = sT.shape
     out, corr, ss, stats = None, 0.0, 0.0, []
     part = None if scale is None else scale[offset : offset + f_all]
-    for start, stop in sub_blocks(f_all, m, sub_block):
+    # sub-blocks B times narrower: their products (f x B l) the size of the core's (f x l)
+    # (100 replicates of a 0.3 GB field in Dask stripes of features: 0.08 GB less memory)
+    for start, stop in sub_blocks(f_all, m, sub_block // B):
         xp, x, nan = _sub(blocks, 1, start, stop, part)
         if first:
             stats.append(_measure(xp, x, nan))
