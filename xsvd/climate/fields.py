@@ -191,8 +191,8 @@ class Field:
 
     def blocks(self):
         """``B`` a block of columns (every sample, ``BLOCK_VALUES`` values, ``LAZY_BLOCK_VALUES``
-        for Dask) at a time, float64, a read each (:meth:`formed`): let go of each before
-        the next."""
+        for Dask) at a time, float64, a read each (:meth:`formed`; a Dask block's stripes are
+        joined after the read: two blocks for a moment): let go of each before the next."""
         m, n = self.shape
         step = max(1, (LAZY_BLOCK_VALUES if backend.is_dask(self.data) else BLOCK_VALUES) // m)
         for start in range(0, n, step):
