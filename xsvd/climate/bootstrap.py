@@ -212,7 +212,7 @@ def bootstrap(
         if start == 1:
             data, turn = out.data, 1.0
             if not center and m > 1:  # one sample: nothing to center
-                warn_uncentered(data)
+                warn_uncentered(data, svd=False)
         else:  # this batch's original may have other signs than the first's
             same = xp.sum(_zero_nan(data.V) * _zero_nan(out.V[0, ...]), axis=0)
             turn = _flips(same < 0)

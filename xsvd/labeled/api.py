@@ -381,22 +381,29 @@ UNCENTERED_SHARE = 0.5
 _PACKAGE = str(Path(__file__).resolve().parents[1])
 
 
-def warn_uncentered(d) -> None:
+def warn_uncentered(d, *, svd: bool = True) -> None:
     """Warn when an uncentered decomposition is mostly the features' means (from ``U``, ``S``).
 
-    Not on lazy results (``compute=False``), whose ``U`` is not known yet.
+    ``svd``: for :func:`xsvd.svd` (``center=False`` its default; results with
+    ``eigenvalues()`` and ``north_errors()``); False for the analyses that center by
+    default. Not on lazy results (``compute=False``), whose ``U`` is not known yet.
     """
     share = d.mean_share()
     if share > UNCENTERED_SHARE:
         frame, level = inspect.currentframe(), 1  # the warning points at the user's frame
         while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
             frame, level = frame.f_back, level + 1
+        said = "center=False (xsvd's default; eofs and xeofs center)" if svd else "center=False"
+        also = (
+            ", and eigenvalues() and north_errors() are not variances"
+            if svd
+            else " (center=True, the default, removes them)"
+        )
         warnings.warn(
-            f"center=False (xsvd's default; eofs and xeofs center), and the features' means "
-            f"carry {share:.0%} of the sum of squares: the first component is mostly the mean "
-            "(its PC nearly constant), explained_variance_ratio is a share of the sum of "
-            "squares, not of the variance, and eigenvalues() and north_errors() are not "
-            "variances. For EOFs or a PCA of anomalies, pass center=True (or decompose "
+            f"{said}, and the features' means carry {share:.0%} of the sum of squares: the "
+            "first component is mostly the mean (its PC nearly constant), "
+            "explained_variance_ratio is a share of the sum of squares, not of the "
+            f"variance{also}. For EOFs or a PCA of anomalies, pass center=True (or decompose "
             "anomalies, e.g. `da - da.mean('time')`). To decompose the values about 0 on "
             "purpose, silence this: `warnings.filterwarnings('ignore', 'center=False')`.",
             UserWarning,
