@@ -102,8 +102,10 @@ def test_every_backend_gives_the_dense_complex_svd(backend, shape):
             g, e = (g() if callable(g) else g), (e() if callable(e) else e)
             assert g.dims == e.dims
             np.testing.assert_allclose(backend.host(g.data), e.values, rtol=1e-10, atol=1e-10)
+        # estimates near rounding (stopped once the asked components converge) agree to the
+        # rounding of the largest singular value, whatever the order of the sums
         np.testing.assert_allclose(got.errors.to_array().values, want.errors.to_array().values,
-                                   rtol=1e-6, atol=1e-15)  # fmt: skip
+                                   rtol=1e-6, atol=1e-15 * float(want.S[0]))  # fmt: skip
         assert float(got.total_variance) == pytest.approx(float(want.total_variance), rel=1e-12)
         # NumPy's: the dense complex SVD of the analytic signal (land left out, NaN in V)
         np.testing.assert_allclose(want.S.values, s, rtol=1e-9)

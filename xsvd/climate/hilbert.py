@@ -552,6 +552,7 @@ def _compressed(f, k: int, options: CompressedOptions):
             max_passes=options.max_passes,
             seed=options.seed,
             complex_form=True,
+            watched=2 * k,  # the pair below is there for its gap: it need not converge
         )
     U, S, V = pairs_to_complex(res.U, res.S, res.V, m, n, k)
     errors = complex_errors(res.errors, res.S, k)

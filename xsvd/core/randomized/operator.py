@@ -99,6 +99,7 @@ def operator_svd(
     seed: int | None = 0,
     dtype=np.float64,
     complex_form: bool = False,
+    watched: int | None = None,
 ) -> OperatorSVD:
     """Rank-``k`` SVD of the ``m x n`` operator ``A`` given by ``matmat`` and ``rmatmat``.
 
@@ -140,6 +141,11 @@ def operator_svd(
         2`` complex dimensions, and the operator may multiply those alone (half
         the work of ``l`` real columns). Each block is then a complex block
         Krylov step of ``l / 2`` columns; the answer is the same operator's.
+    watched : int, optional
+        The leading components whose estimates decide when to stop (``tol`` and
+        the default stop); default all ``k``. Fewer where the caller asks for
+        components it only needs for their gap (their estimates stay large where
+        they sit in noise, and would keep the passes going to ``max_passes``).
 
     Returns
     -------
@@ -154,7 +160,9 @@ def operator_svd(
     True
     """
     m, n, opts = _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes, seed)
-    run = {"opts": opts, "dtype": dtype, "complex_form": bool(complex_form)}
+    if watched is not None and not 1 <= int(watched) <= k:
+        raise ValueError(f"watched must be between 1 and k={k}, got {watched!r}.")
+    run = {"opts": opts, "dtype": dtype, "complex_form": bool(complex_form), "watched": watched}
     if m < n:  # work on A^T: the basis on the shorter side
         V, S, U, errors, counts = _run(rmatmat, matmat, (n, m), int(k), transposed=True, **run)
     else:
@@ -192,6 +200,7 @@ def _run(
     dtype,
     transposed: bool,
     complex_form: bool = False,
+    watched: int | None = None,
 ):
     """The passes on ``A`` (m x n, ``m >= n``), bases (n x l) on the thin side, by
     :func:`.solver.solve`: ``(U, S, V, errors, (passes, reads, bounds))``."""
@@ -211,6 +220,7 @@ def _run(
         locate=None,
         stripes=SAMPLES,
         sub_block=0,
+        watched=watched,
     )
     kept = problem.most_iterations * m * problem.width * 8  # the sketches: float64
     reread = problem.most_iterations > 1 and kept > OPTIONS["krylov_sketch_bytes"]

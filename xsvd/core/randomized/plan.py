@@ -92,6 +92,11 @@ class Problem:
     stopped : str or None
         Once the passes are made: why they stopped (``settings["stopped"]``, see
         :func:`.small.stop_reason`).
+    watched : int or None
+        The leading components whose estimates decide when the passes stop
+        (``tol`` and the default stop); None: all ``k``. Fewer where a solver asks
+        for more than it returns (Hilbert EOF's pair below the last, whose only
+        use is the gap it gives).
     """
 
     n_samples: int
@@ -117,6 +122,7 @@ class Problem:
     reread: bool = False
     stopped: str | None = None
     given_center: Any = None
+    watched: int | None = None
 
     @property
     def thin_length(self) -> int:

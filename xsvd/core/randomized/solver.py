@@ -525,6 +525,8 @@ def _converged(problem: Problem, sketches: list[Sketch]) -> str | None:
     if len(sketches) == 1 and problem.options.krylov:
         return None  # the Ritz pairs of the first (random) basis say nothing yet
     errors, S = thin_errors(*_estimate_inputs(sketches), problem.k, problem.dtype)
+    if problem.watched is not None:
+        errors, S = errors[: problem.watched], S[: problem.watched]
     opts = problem.options
     return stop_reason(errors, S, opts.tol, opts.default_stop, problem.dtype)
 
