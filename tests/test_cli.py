@@ -561,3 +561,23 @@ def test_run_device_gpu_writes_the_result(name, sst_store, tmp_path, capsys):
     ref = xsvd.datasets.climate_field(n_time=60, n_lat=12, n_lon=24, seed=4)
     want = ref.svd.compressed(3, dim="time", seed=0)
     np.testing.assert_allclose(xsvd.open_result(out).S.values, want.S.values, rtol=1e-6)
+
+
+def test_run_plink_with_parents_is_plink2_pca(tmp_path, capsys):
+    """--center --weights patterson on a file set with parents centers at 2 p of the founders
+    (the frequencies the weights take), as plink2 --pca does, not at the mean of every
+    sample (PLINK 2's eigenvalues 2-8% away on this pedigree)."""
+    from test_founders_plink2 import _pedigree
+
+    xsvd.write_plink(_pedigree(300, 0.0), tmp_path / "fam")
+    out = tmp_path / "pca.zarr"
+    argv = ["run", str(tmp_path / "fam.bed"), "--k", "3", "--center"]
+    assert main([*argv, "--weights", "patterson", "--missing", "mean", "--out", str(out)]) == 0
+    assert "p from founders" in capsys.readouterr().out
+    kept, w = xsvd.patterson_scaling(xsvd.open_plink(tmp_path / "fam.bed"))
+    res = xsvd.open_result(out)
+    want = kept.svd.exact(k=3, dim="samples", center=2 * w.allele_frequency, weights=w)
+    np.testing.assert_allclose(res.S.values, want.S.values, rtol=1e-6)
+    plain = kept.svd.exact(k=3, dim="samples", center=True, weights=w)
+    assert np.abs(res.S.values / plain.S.values - 1).max() > 1e-3
+    assert res.settings["center"] == "given"

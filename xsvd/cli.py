@@ -329,6 +329,10 @@ def _run_command(args: argparse.Namespace) -> int:
     # every option flag as given: the library refuses what does not apply (--tol with
     # --method exact, say), in its words turned into the command's by command_words
     options = {opt.name: getattr(args, opt.name) for opt in option_flags()}
+    if args.weights == "patterson" and options.get("center") is True:
+        # PLINK 2's --pca centers at 2 p, p of the founders where the .fam has parents
+        options["center"] = 2 * weights.allele_frequency
+        weights_text += ", centered at 2 p"
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -460,9 +464,9 @@ def build_parser() -> argparse.ArgumentParser:
         "data's latitude coordinate (the square root, so that the covariance is weighted "
         "by cos(latitude), the area of a grid cell: the usual weighting for EOFs of gridded "
         "data); 'patterson' for genotypes, 1 / sqrt(2 p (1 - p)) per variant of allele "
-        "frequency p, monomorphic variants left out (PLINK 2's PCA, with --center and "
-        "--missing mean); or the name of a variable or coordinate of the input holding the "
-        "weights, used as they are (for cell areas, give their square roots)",
+        "frequency p, monomorphic variants left out (PLINK 2's PCA, with --center, which then "
+        "subtracts 2 p, and --missing mean); or the name of a variable or coordinate of the "
+        "input holding the weights, used as they are (for cell areas, give their square roots)",
     )
     for opt in (*option_flags(), *store_flags()):
         run.add_argument(flag(opt.name), **_argument(opt))
