@@ -56,6 +56,7 @@ def test_extended_eof_uncentered_warns_where_the_means_dominate(backend):
     )
     (message,) = _uncentered_warnings(lambda: call(left, False))
     assert 0.5 < _share(message) <= round(_exact_share(left), 2) + 0.005
+    assert "xsvd's default" not in message and "north_errors" not in message  # centers
     assert _uncentered_warnings(lambda: call(left, True)) == []
     anomalies = left - left.mean(axis=0)  # means near 0: nothing to say
     assert _uncentered_warnings(lambda: call(anomalies, False)) == []
@@ -70,6 +71,7 @@ def test_mca_uncentered_warns_for_either_field_with_its_exact_share(backend, sid
     )
     (message,) = _uncentered_warnings(lambda: call(False))
     assert _share(message) == pytest.approx(round(_exact_share(offset), 2), abs=0.006)
+    assert "xsvd's default" not in message and "center=True, the default" in message
     assert _share(message) > 0.5
     assert _uncentered_warnings(lambda: call(True)) == []
     anomalies = [x - x.mean(axis=0) for x in (left, right)]  # means near 0: nothing to say

@@ -166,7 +166,7 @@ def extended_eof(
         )
     if not center:  # as the main svd: from U and S, the means' share of the sum of squares
         d = Decomposition(U, S, V, None, emb.total, None, method, {}, total_norm=emb.total**0.5)
-        warn_uncentered(d)
+        warn_uncentered(d, svd=False)
     # the field was decomposed scaled by a power of two: S back in the data's units
     S, errors = f.unscaled(S), np.array(backend.to_numpy(errors), dtype=float)
     errors[:, 0] = f.unscaled(errors[:, 0])

@@ -186,7 +186,9 @@ def mca(
         )
     k = int(k)
     if not center:  # the main svd's rule, for each field: its means' share of its squares
-        warn_uncentered(max((f.mean_component() for f in (fl, fr)), key=lambda d: d.mean_share()))
+        warn_uncentered(
+            max((f.mean_component() for f in (fl, fr)), key=lambda d: d.mean_share()), svd=False
+        )
     settings: dict[str, Any] = {"method": method, "center": center, "standardize": standardize}
     if method == "exact":  # C formed where the data are, and its SVD there
         C = cross_covariance(fl, fr)
