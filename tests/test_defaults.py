@@ -211,7 +211,9 @@ def test_size_one_sample_dims_and_lone_features_are_kept():
 def test_yes_no_options_must_be_booleans(options):
     data = plain((30, 8), ("obs", "var"))
     name = next(iter(options))
-    with pytest.raises(TypeError, match=rf"{name} must be True(, False or None| or False)"):
+    # (center also takes the values to subtract: its message says so)
+    said = r"True(, False or None| or False|, False or the values to subtract)"
+    with pytest.raises(TypeError, match=rf"{name} must be {said}"):
         data.svd(k=2, dim="obs", **options)
 
 
