@@ -187,8 +187,9 @@ climate/bootstrap.py, resampling.py
                       ``keep_patterns=True``   T bootstrap_unconverged_advice_..,
                       bootstrap_replicate_patterns_advice_keeps_them;  bootstrap 266 (tol) N*
   resampling NAN_ADVICE  -> ``da.interpolate_na(dim)``   T bootstrap_gaps_advice;
-                      -> ``da.dropna(dim, how='any')``: drops every sample where land is
-                      NaN   X bootstrap_gaps_advice[dropna]
+                      -> ``da.where(da.notnull().all(dim))`` (was ``da.dropna(dim,
+                      how='any')``: dropped every sample where land is NaN)
+                      T bootstrap_gaps_advice[notnull]
 genomics/ (scaling.py is another session's: C test_trust_genomics_round3.py, dim= and
 founders=False)
   projection 272, 277, 283   uncentered / another sample dim / another variant dim ->
@@ -1504,20 +1505,12 @@ def test_bootstrap_reconstruct_advice_uses_xsvd_svd():
     np.testing.assert_allclose(rebuilt.values - x.mean(0), _rank(_centered(x), 3), atol=1e-10)
 
 
-_DROPNA_EMPTIES = pytest.mark.xfail(
-    strict=True,
-    reason="resampling.py's NAN_ADVICE: `da.dropna(dim, how='any')` drops every sample when "
-    "land is NaN; `da.where(da.notnull().all(dim))` would leave the gappy features out as land",
-)
-
-
-@pytest.mark.parametrize(
-    "follow", ["interpolate_na", pytest.param("dropna", marks=_DROPNA_EMPTIES)]
-)
+@pytest.mark.parametrize("follow", ["interpolate_na", "notnull"])
 def test_bootstrap_gaps_advice(follow):
     """resampling.py: NaN at some samples, land NaN everywhere; `da.interpolate_na(dim)`
-    gives the filled field's bootstrap. `da.dropna(dim, how='any')` drops every sample
-    where land is NaN (an empty field): reported, an xfail until the advice changes."""
+    gives the filled field's bootstrap, `da.where(da.notnull().all(dim))` that of the
+    complete features (it advised `da.dropna(dim, how='any')`, which drops every sample
+    where land is NaN: an empty field)."""
     field = _boot_field()
     field[:, 6] = np.nan  # land
     gappy = field.copy()
@@ -1526,8 +1519,10 @@ def test_bootstrap_gaps_advice(follow):
         xsvd.bootstrap(gappy, 3, 6, seed=0)
     fixed = eval(_code(str(err.value), follow), {"da": gappy, "dim": "time"})
     res = xsvd.bootstrap(fixed, 3, 6, seed=0)
-    x = gappy.values if follow == "dropna" else fixed.values
-    x = x[:, ~np.isnan(x).any(axis=0)] if follow == "dropna" else x[:, ~np.isnan(x).all(axis=0)]
+    x = fixed.values
+    x = x[:, ~np.isnan(x).all(axis=0)]
+    if follow == "notnull":
+        assert x.shape[1] == gappy.shape[1] - 2  # land and the gappy feature left out
     np.testing.assert_allclose(res.S, _svals(_centered(x), 3), rtol=1e-8)
 
 

@@ -62,8 +62,8 @@ SPLIT_EVERY = 2
 #: How to fix partly missing features and infinite values: the bootstrap takes no missing=.
 NAN_ADVICE = (
     "The bootstrap needs complete features (NaN at every sample, e.g. land, is fine): fill "
-    "them first (e.g. `da.interpolate_na(dim)`) or drop them (`da.dropna(dim, how='any')` "
-    "over the samples)."
+    "them first (e.g. `da.interpolate_na(dim)`) or leave them out, as land: "
+    "`da.where(da.notnull().all(dim))`."
 )
 INFINITE_ADVICE = "Replace or drop those features before the call."
 
