@@ -2058,3 +2058,33 @@ def test_cli_coslat_without_a_latitude_advice_gives_a_weights_variable(tmp_path,
     assert main([*argv, "--weights", "w", "--out", str(out)]) == 0
     x = _centered(_matrix(field)) * np.repeat(w.values, 5)
     np.testing.assert_allclose(xsvd.open_result(out).S, _svals(x, 3), rtol=1e-6)
+
+
+_ANALYSES = {
+    "mca": lambda da, **kw: xsvd.mca(da, da.rename(lat="y", lon="x"), 2, seed=0, **kw),
+    "extended_eof": lambda da, **kw: xsvd.extended_eof(da, 2, embedding=2, seed=0, **kw),
+    "hilbert_eof": lambda da, **kw: xsvd.hilbert_eof(da, 2, padding="none", **kw),
+    "bootstrap": lambda da, **kw: xsvd.bootstrap(da, 2, 4, dim="time", seed=0, **kw),
+}
+
+
+@pytest.mark.parametrize("analysis", sorted(_ANALYSES))
+def test_center_values_to_an_analysis_advice_subtracts_them_first(analysis):
+    """options.py check_flag: the analyses take center=True or False only; values (here the
+    means) are refused ("truth value is ambiguous" before), and the advised `da - values`
+    with center=False gives what center=True gives."""
+    run, field = _ANALYSES[analysis], _field()
+    values = field.mean("time")
+    with pytest.raises(TypeError, match="center must be True or False here") as err:
+        run(field, center=values)
+    code = _code(str(err.value), "da - values")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        got = run(eval(code, {"da": field, "values": values}), center=False)
+    if analysis == "extended_eof":  # center=True centers each lagged copy on its window
+        x = _matrix(field - values)
+        lagged = np.hstack([x[:-1], x[1:]])  # embedding 2, tau 1
+        want = _svals(lagged[:, ~np.isnan(lagged).any(axis=0)], 2)
+    else:
+        want = run(field, center=True).S.values
+    np.testing.assert_allclose(got.S.values, want, rtol=1e-8)

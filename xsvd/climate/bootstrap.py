@@ -19,6 +19,7 @@ from ..core import backend, fix_signs
 from ..core.options import (
     DEFAULT_N_POWER_ITER,
     CompressedOptions,
+    check_flag,
     ordered_settings,
     split_options,
     takes_options,
@@ -186,6 +187,7 @@ def bootstrap(
     (given,) = split_options(options, (CompressedOptions,), "bootstrap")
     _check("k", k, 1)
     _check("n_replicates", n_replicates, 1)
+    check_flag("center", center)
     n = n_replicates
     opts, stop = _stopping(given)
     if batch is not None:

@@ -45,7 +45,7 @@ from ..core.missing import (
     check_nan_counts,
     missing_rule,
 )
-from ..core.options import CompressedOptions, split_options
+from ..core.options import CompressedOptions, check_flag, split_options
 from ..core.randomized.executors import Eager, Stepwise
 from ..core.randomized.magnitude import power_of_two_exponent, times_power_of_two
 from ..core.randomized.state import Summable
@@ -390,6 +390,7 @@ def prepare_field(
     standard deviations; ``what`` names the field in errors (e.g. ``"left field"``).
     Pint-quantified data (and weights) are taken as their magnitudes, their units kept
     in ``Field.units`` (:func:`xsvd.labeled.units.strip`), as every analysis does."""
+    check_flag("center", center)
     obj, weights, units = _units.strip(obj, weights)
     if units is not None and standardize:  # standardized data have no units
         units = _units.Units(units.data, None, units.coords)

@@ -64,6 +64,13 @@ def check_flag(name: str, value: Any, *, none_too: bool = False) -> None:
     extra = ""
     if isinstance(value, str):
         extra = " A string is not read as a yes or no (even 'no' or 'False' is truthy)."
+    elif name == "center" and (hasattr(value, "shape") or isinstance(value, Mapping)):
+        extra = (
+            " Values to subtract are taken by xsvd.svd and Dataset.svd; here subtract them "
+            "first: pass `da - values` with center=False."
+        )
+        value = f"values of type {type(value).__name__}"
+        raise TypeError(f"{name} must be {allowed} here, got {value}.{extra}")
     raise TypeError(f"{name} must be {allowed}, got {value!r} ({type(value).__name__}).{extra}")
 
 
