@@ -51,25 +51,42 @@ def weights_vector(layout: Layout, weights) -> np.ndarray | None:
                 "`xsvd.coslat_weights(da)`; got "
                 f"{type(weights).__name__}."
             )
-    bad = [d for d in weights.dims if d not in layout.feature_dims]
+    weights = _over_features(
+        layout,
+        weights,
+        "weights have",
+        ". Weights multiply features; they cannot vary along the sample dimension(s).",
+        ".",
+    )
+    _check_weight_values(layout, weights)
+    return np.asarray(_broadcast(layout, weights).values, dtype=np.float64).reshape(-1)
+
+
+def _over_features(layout: Layout, values: xr.DataArray, said: str, dims_why: str, size_why: str):
+    """Per-feature ``values`` (weights, center values) checked to lie along feature dims
+    only, with the data's sizes, aligned by label (:func:`_aligned`), and read (Dask-backed
+    values, once); ``said`` starts the messages ("weights have"), the ``_why`` end them."""
+    what = said.split()[0]
+    bad = [d for d in values.dims if d not in layout.feature_dims]
     if bad:
         raise ValueError(
-            f"weights have dimension(s) {bad} that are not feature dimensions "
-            f"{layout.feature_dims}. Weights multiply features; they cannot vary "
-            "along the sample dimension(s)."
+            f"{said} dimension(s) {bad} that are not feature dimensions "
+            f"{layout.feature_dims}{dims_why}"
         )
-    weights = _aligned(layout, weights)
-    for d in weights.dims:
-        if weights.sizes[d] != layout.sizes[d]:
+    values = _aligned(layout, values, what=what)
+    for d in values.dims:
+        if values.sizes[d] != layout.sizes[d]:
             raise ValueError(
-                f"weights have {weights.sizes[d]} values along {d!r} but the data "
-                f"have {layout.sizes[d]}."
+                f"{said} {values.sizes[d]} values along {d!r} but the data "
+                f"have {layout.sizes[d]}{size_why}"
             )
-    weights = weights.compute()  # read once (Dask-backed weights)
-    _check_weight_values(layout, weights)
+    return values.compute()
+
+
+def _broadcast(layout: Layout, values: xr.DataArray) -> xr.Variable:
+    """Per-feature ``values`` over every feature dim, in the layout's order."""
     sizes = dict(zip(layout.feature_dims, layout.feature_shape, strict=True))
-    w = weights.variable.set_dims(sizes).transpose(*layout.feature_dims)
-    return np.asarray(w.values, dtype=np.float64).reshape(-1)
+    return values.variable.set_dims(sizes).transpose(*layout.feature_dims)
 
 
 def _check_weight_values(layout: Layout, weights: xr.DataArray) -> None:
@@ -174,28 +191,20 @@ def center_vector(layout: Layout, center):
             f"`xr.DataArray(values, dims={tuple(layout.feature_dims)!r}, coords=...)`, or "
             "pass center=True to subtract the data's own means."
         )
-    bad = [d for d in center.dims if d not in layout.feature_dims]
-    if bad:
-        raise ValueError(
-            f"center has dimension(s) {bad} that are not feature dimensions "
-            f"{layout.feature_dims}: it holds one value per feature, subtracted from every "
-            "sample. Select or reduce those dimensions first (e.g. `.mean(...)`)."
-        )
-    center = _aligned(layout, center, what="center")
-    for d in center.dims:
-        if center.sizes[d] != layout.sizes[d]:
-            raise ValueError(
-                f"center has {center.sizes[d]} values along {d!r} but the data have "
-                f"{layout.sizes[d]}: give one value per feature."
-            )
-    center = center.compute()  # read once (Dask-backed values)
+    center = _over_features(
+        layout,
+        center,
+        "center has",
+        ": it holds one value per feature, subtracted from every sample. Select or reduce "
+        "those dimensions first (e.g. `.mean(...)`).",
+        ": give one value per feature.",
+    )
     if np.asarray(center.values).dtype.kind not in "biuf":
         raise TypeError(
             f"center must hold real numbers, got values of dtype {center.dtype}. Give one "
             "finite number per feature, e.g. `center=2 * w.allele_frequency`."
         )
-    sizes = dict(zip(layout.feature_dims, layout.feature_shape, strict=True))
-    values = center.variable.set_dims(sizes).transpose(*layout.feature_dims)
+    values = _broadcast(layout, center)
     vector = np.asarray(backend.to_numpy(values.data), dtype=np.float64).reshape(-1)
     bad = ~np.isfinite(vector)
     if bad.any():
