@@ -61,17 +61,17 @@ def check_flag(name: str, value: Any, *, none_too: bool = False) -> None:
     if (value is None and none_too) or isinstance(value, bool | np.bool_):
         return
     allowed = "True, False or None" if none_too else "True or False"
-    extra = ""
+    got, extra = f"{value!r} ({type(value).__name__})", ""
     if isinstance(value, str):
         extra = " A string is not read as a yes or no (even 'no' or 'False' is truthy)."
     elif name == "center" and (hasattr(value, "shape") or isinstance(value, Mapping)):
+        # values to subtract, to a caller that takes none (the analyses beside the core)
+        allowed, got = f"{allowed} here", f"values of type {type(value).__name__}"
         extra = (
             " Values to subtract are taken by xsvd.svd and Dataset.svd; here subtract them "
             "first: pass `da - values` with center=False."
         )
-        value = f"values of type {type(value).__name__}"
-        raise TypeError(f"{name} must be {allowed} here, got {value}.{extra}")
-    raise TypeError(f"{name} must be {allowed}, got {value!r} ({type(value).__name__}).{extra}")
+    raise TypeError(f"{name} must be {allowed}, got {got}.{extra}")
 
 
 def check_count(name: str, value: Any, low: int) -> None:
