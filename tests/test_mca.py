@@ -203,7 +203,8 @@ def test_each_pass_reads_each_field_once_numpy(monkeypatch, n_power_iter):
     left, right, _, _ = _known(0.9 ** np.arange(60))
     ref = xsvd.mca(left, right, 3, dim="time", method="exact")
     counted = _counted_fields(monkeypatch)
-    res = xsvd.mca(left, right, 3, dim="time", n_power_iter=n_power_iter)
+    # seeded: with a random start, 4 passes reach 1e-6 on this spectrum only mostly
+    res = xsvd.mca(left, right, 3, dim="time", n_power_iter=n_power_iter, seed=0)
     passes = res.settings["passes"]
     assert passes >= 2 if n_power_iter is None else passes == n_power_iter + 1
     # a pass reads each field once (a block of samples of both at a time), the scores once
