@@ -66,7 +66,7 @@ __all__ = [
 BLOCK_VALUES = 1 << 22
 #: Values per block of features of a Dask field read into memory whole (~64 MiB of float64):
 #: the sums over blocks of features (the Gram matrix over the samples) hold one such block.
-LAZY_BLOCK_VALUES = 1 << 23
+LAZY_BLOCK_VALUES = 1 << 21
 #: Largest magnitudes of the data (exponents of 2) multiplied as they are; beyond, a copy
 #: times a power of two is (float32: about 1e-30 to 1e30).
 DATA_RANGE = {np.dtype(np.float32): (-100, 100), np.dtype(np.float64): (-1000, 1000)}
@@ -231,6 +231,12 @@ def _float64(x):
     return backend.astype(x, np.float64, copy=False)
 
 
+def _by_features(a) -> bool:
+    """Dask data in one chunk along the samples and several along the features: read by
+    stripes of features (a stripe of samples would be all of it)."""
+    return backend.is_dask(a) and a.numblocks[0] == 1 < a.numblocks[1]
+
+
 def _executor(a, axis=None):
     """The core's executor over ``a``: at once in memory; for Dask, one ``dask.compute`` per
     read, by stripes of samples, or (by default, where ``a`` is in one chunk along the
@@ -238,7 +244,7 @@ def _executor(a, axis=None):
     if not backend.is_dask(a):
         return Eager(a, 0)
     if axis is None:
-        axis = 1 if a.numblocks[0] == 1 < a.numblocks[1] else 0
+        axis = 1 if _by_features(a) else 0
     return Stepwise(a, axis, SPLIT_EVERY)
 
 
@@ -324,7 +330,11 @@ def cross_products(fl: Field, fr: Field, W, T):
     Centering and weights are the rank-one and diagonal corrections of
     :meth:`Field.times` and :meth:`Field.t_times`. ``W`` (right features x a)
     and ``T`` (left features x b) may have no columns. The products are in the
-    memory of the data (``W`` and ``T`` are moved there).
+    memory of the data (``W`` and ``T`` are moved there). Where both fields are Dask
+    arrays in one chunk along the samples and several along the features (a stripe of
+    samples would be all of both), the products are read by stripes of features instead:
+    ``Br W`` and ``Bl T`` in one read of each field, then ``Bl^T (Br W)`` and ``Br^T (Bl
+    T)`` in a second (:meth:`Field.times`, :meth:`Field.t_times`), a stripe held at a time.
 
     Examples
     --------
@@ -339,6 +349,8 @@ def cross_products(fl: Field, fr: Field, W, T):
     >>> bool(np.allclose(CW, Bl.T @ Br) and np.allclose(CtT, Br.T @ Bl))
     True
     """
+    if all(_by_features(f.data) for f in (fl, fr)):  # a stripe of samples is the whole field
+        return fl.t_times(fr.times(W)), fr.t_times(fl.times(T))
     vl, vr = fl.on_data, fr.on_data
     dW = _float64(fr.here(W)) * vr.scale[:, None]
     dT = _float64(fl.here(T)) * vl.scale[:, None]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, make_dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -39,6 +39,7 @@ __all__ = [
     "Labeling",
     "solve_matrix",
     "labeled_matrix",
+    "Reading",
 ]
 
 Dims = Hashable | Sequence[Hashable] | None
@@ -71,6 +72,25 @@ class Labeling:
     def settings(self) -> dict:
         """The part of ``settings`` these options make."""
         return {"standardize": True} if self.standardize else {}
+
+
+def _taken(cls: type, *names: str) -> list:
+    """The fields ``names`` of the options class ``cls``, as ``make_dataclass`` takes them."""
+    return [(f.name, f.type, field(default=f.default)) for f in fields(cls) if f.name in names]
+
+
+#: How the analyses (:func:`xsvd.mca`, :func:`xsvd.extended_eof`, :func:`xsvd.hilbert_eof`,
+#: :func:`xsvd.bootstrap`) read their data beside their own options: ``missing`` and
+#: ``negative_missing`` as :class:`~xsvd.core.options.Preprocessing` declares them for
+#: :func:`svd`, ``device`` as :class:`Labeling` does; taken from those declarations, not
+#: written again (``takes_options(CompressedOptions, Reading)`` puts them in a signature).
+Reading = make_dataclass(
+    "Reading",
+    _taken(Preprocessing, "missing", "negative_missing") + _taken(Labeling, "device"),
+    frozen=True,
+    kw_only=True,
+)
+Reading.__module__ = __name__
 
 
 #: The options of each entry point, in the order the options objects are built.
