@@ -19,7 +19,7 @@ import xsvd
 from xsvd.climate import fields
 
 
-def _field(seed: int, n_lat: int, n_lon: int, name: str) -> np.ndarray:
+def _field(seed: int, n_lat: int, n_lon: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     t = np.arange(120)[:, None, None]
     lat = np.arange(n_lat)[None, :, None]
@@ -35,7 +35,7 @@ def _lazy(values: np.ndarray, dims, counting: bool):
 
 
 def test_striped_by_features_holds_a_few_chunks_and_matches_memory():
-    left_np, right_np = _field(0, 12, 9, "sst"), _field(1, 10, 8, "z")
+    left_np, right_np = _field(0, 12, 9), _field(1, 10, 8)
     cl, left = _lazy(left_np, ("time", "lat", "lon"), counting=True)
     cr, right = _lazy(right_np, ("time", "y", "x"), counting=True)
     with dask.config.set(scheduler="threads", num_workers=2):
@@ -56,7 +56,7 @@ def test_striped_by_features_holds_a_few_chunks_and_matches_memory():
 
 @pytest.mark.parametrize("by_features", [True, False])
 def test_cross_products_of_either_read_agree(monkeypatch, by_features):
-    left_np, right_np = _field(2, 6, 5, "a"), _field(3, 4, 7, "b")
+    left_np, right_np = _field(2, 6, 5), _field(3, 4, 7)
     _, left = _lazy(left_np, ("time", "lat", "lon"), counting=False)
     _, right = _lazy(right_np, ("time", "y", "x"), counting=False)
     monkeypatch.setattr(fields, "_by_features", lambda a: by_features and a.numblocks[1] > 1)
