@@ -1219,6 +1219,9 @@ def main(argv=None) -> int:
     p.add_argument("--analyses", default=",".join(ANALYSES), help="comma-separated subset")
     p.add_argument("--no-busy", dest="busy", action="store_false", help="skip the busy runs")
     p.add_argument("--no-large", dest="large", action="store_false", help="skip the large field")
+    p.add_argument(
+        "--no-small", dest="small", action="store_false", help="skip the eofs example data"
+    )
     p.add_argument("--busy-threads", type=int, default=os.cpu_count() or 2)
     p.add_argument(
         "--out",
@@ -1277,15 +1280,16 @@ def main(argv=None) -> int:
     datasets: list[Data] = []
     refs: list[Reference] = []
 
-    small = example_data()
-    datasets.append(small)
-    ref = Reference(small, args.k, log)
-    refs.append(ref)
-    todo = cases(small, ref, args, args.replicates)
+    small = example_data() if args.small else None
+    if small is not None:
+        datasets.append(small)
+        ref = Reference(small, args.k, log)
+        refs.append(ref)
+    todo = cases(small, ref, args, args.replicates) if small is not None else []
     for case in todo:
         log(f"{case.analysis} [{small.label}, quiet]")
         rows.append(measure(case, "quiet", args.repeat, warmup, args.cap, log, 1.0))
-    if args.busy:
+    if args.busy and todo:
         with busy_processes(1, args.busy_threads):
             for case in todo:
                 log(f"{case.analysis} [{small.label}, busy]")
