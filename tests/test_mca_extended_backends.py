@@ -192,7 +192,7 @@ def test_partial_nan_is_the_core_check_naming_the_feature():
         "The data has NaN at some but not all samples of 1 feature(s): (p=16.5) of the left "
         "field. Features that are NaN at every sample (e.g. land in an ocean field) are handled"
     )
-    assert "fill, replace or drop them" in str(err.value)
+    assert "pass `missing='mean'`" in str(err.value)  # the analyses take it now
     with pytest.raises(xsvd.MissingValueError, match=r"\(p=16.5\) of the data"):
         xsvd.extended_eof(_labeled(left, "p"), K, embedding=2)
 

@@ -30,7 +30,7 @@ from ..core import backend, fix_signs
 from ..core.common import Decomposition, variance_ratio
 from ..core.options import CompressedOptions, takes_options
 from ..core.randomized.operator import operator_svd
-from ..labeled.api import warn_uncentered
+from ..labeled.api import Reading, warn_uncentered
 from ..labeled.base import Result, component_array, errors_part
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
@@ -42,7 +42,7 @@ __all__ = ["extended_eof", "ExtendedEOFResult", "LAG"]
 LAG = "lag"
 
 
-@takes_options(CompressedOptions)
+@takes_options(CompressedOptions, Reading)
 def extended_eof(
     da: xr.DataArray,
     k: int,
@@ -62,7 +62,8 @@ def extended_eof(
     da : xarray.DataArray
         The field, NumPy-, Dask- or device-backed (CuPy; the results stay
         there); features NaN at every sample are left out (NaN in the
-        patterns), other NaN is an error, as is an infinite value.
+        patterns), other NaN is an error unless ``missing="mean"``; an
+        infinite value is an error.
     k : int
         Number of components.
     embedding : int
@@ -80,6 +81,17 @@ def extended_eof(
         ``"compressed"``: matrix-free, each product reads the data once;
         ``"exact"``: forms the embedded matrix in memory (small data, the
         reference).
+    missing : {"error", "mean"}
+        As :func:`xsvd.svd`'s: ``"mean"`` stands each missing value (NaN; in
+        integer data, negative codes) for its feature's mean over the samples
+        where it is present, inside the reads (no filled copy of the data): the
+        lagged copies are those of the filled field. ``"error"`` (default)
+        refuses it, naming where.
+    negative_missing : bool, optional
+        Whether negative values count as missing, as :func:`xsvd.svd`'s.
+    device : {None, "gpu", "cpu"}
+        Move the field there first (as :func:`xsvd.svd`'s ``device=``); the
+        results stay there.
     n_power_iter, n_oversamples, seed, tol, max_passes, dtype, krylov
         The compressed solver's options, declared once with those of
         :func:`xsvd.compressed`, with its defaults (``seed=None``: a fresh
@@ -122,13 +134,13 @@ def extended_eof(
     """
     if method not in ("compressed", "exact"):
         raise ValueError(f"method must be 'compressed' or 'exact', got {method!r}.")
-    given = operator_options(options, "extended_eof", method)
+    given, reading = operator_options(options, "extended_eof", method)
     for name, value in (("k", k), ("embedding", embedding), ("tau", tau)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
             raise TypeError(f"{name} must be a positive integer, got {value!r}.")
         if value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    f = prepare_field(da, dim, weights, center=center)
+    f = prepare_field(da, dim, weights, center=center, reading=reading)
     T, n = f.shape
     L, tau = int(embedding), int(tau)
     N = T - (L - 1) * tau
@@ -141,7 +153,13 @@ def extended_eof(
     if not k <= min(N, L * n):
         raise ValueError(f"k={k!r}: it must be an integer between 1 and {min(N, L * n)}.")
     emb = Embedding(f, L, tau, center)
-    settings: dict[str, Any] = {"method": method, "embedding": L, "tau": tau, "center": center}
+    settings: dict[str, Any] = {
+        "method": method,
+        "embedding": L,
+        "tau": tau,
+        "center": center,
+        "missing": reading.missing,
+    }
     if method == "exact":  # the embedded matrix formed where the data are, its SVD there
         U, S, Vt = f.xp.linalg.svd(emb.formed(), full_matrices=False)
         U, S, V = U[:, :k], S[:k], Vt[:k, :].T

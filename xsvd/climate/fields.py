@@ -17,7 +17,11 @@ rule of ``docs/input-rules.md``) has a standard deviation of 0: weight 0 with
 samples only is the core's
 :class:`~xsvd.MissingValueError`, an infinite value its
 :class:`~xsvd.InfiniteValueError`, both naming the features
-(:mod:`xsvd.core.missing`).
+(:mod:`xsvd.core.missing`). With ``missing="mean"`` a missing value stands for
+its feature's mean over the samples where it is present, replaced in the read
+kernels a sub-block at a time (:func:`~xsvd.core.randomized.stripe.fill_missing`,
+as the core's stripes fill): never a filled copy of the data, and nothing to
+replace (no feature partly missing) costs nothing.
 
 Every backend runs the same code through the array-API namespace of the data
 (:func:`xsvd.core.backend.api`): NumPy, Dask (each product reads the data
@@ -41,6 +45,7 @@ import xarray as xr
 from ..core import backend
 from ..core.common import Decomposition
 from ..core.missing import (
+    MissingRule,
     check_infinite,
     check_nan_counts,
     missing_rule,
@@ -49,10 +54,16 @@ from ..core.options import CompressedOptions, check_flag, split_options
 from ..core.randomized.executors import Eager, Stepwise
 from ..core.randomized.magnitude import power_of_two_exponent, times_power_of_two
 from ..core.randomized.state import Summable
-from ..core.randomized.stripe import stripe_sub, sub_blocks
+from ..core.randomized.stripe import fill_missing, stripe_sub, sub_blocks
 from ..labeled import units as _units
+from ..labeled.api import Reading
 from ..labeled.layout import Layout
-from ..labeled.preprocess import constant_tolerance, feature_moments, weights_vector
+from ..labeled.preprocess import (
+    constant_tolerance,
+    feature_moments,
+    move_dataarray,
+    weights_vector,
+)
 
 __all__ = [
     "covariance_units",
@@ -77,21 +88,19 @@ ROW_BLOCK_VALUES = 1 << 22
 SPLIT_EVERY = 2
 
 
-#: The analyses reading through :func:`prepare_field` take no ``missing=``.
-NO_MISSING = (
-    "xsvd.mca and xsvd.extended_eof take no `missing=`: fill, replace or drop them before "
-    "the call (e.g. `da.interpolate_na(dim)` fills)."
-)
-
-
 @dataclass(frozen=True)
 class OnData:
-    """A field's feature vectors in the memory of its data (the device, for device data)."""
+    """A field's feature vectors in the memory of its data (the device, for device data).
+
+    ``fill``: with ``missing="mean"``, each kept feature's mean over its present values
+    (the value a missing one stands for, also without centering), or None where no
+    feature is partly missing (nothing is replaced)."""
 
     mean: Any
     scale: Any
     std: Any
     kept: Any
+    fill: Any = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,9 @@ class Field:
     ``[0.5, 1)`` (data of any magnitude: the products, and the squares of two
     fields' products, neither overflow nor underflow), so that ``B`` here is
     ``2**exponent`` times the data's; :meth:`unscaled` takes results back.
+    ``rule``: the :class:`~xsvd.core.missing.MissingRule` that says which values
+    ``on_data.fill`` replaces (``missing="mean"``), else None. ``X`` is then the data
+    with each missing value replaced by its feature's mean, in the read kernels.
     """
 
     layout: Layout
@@ -119,6 +131,12 @@ class Field:
     units: Any = None
     exponent: int = 0
     squares: tuple = (0.0, 0.0)
+    rule: MissingRule | None = None
+
+    @property
+    def filling(self):
+        """``(rule, fill)`` for the kernels where missing values are replaced, else None."""
+        return None if self.on_data.fill is None else (self.rule, self.on_data.fill)
 
     def mean_component(self) -> Decomposition:
         """``1 mu^T D`` as a component of the uncentered ``X D`` (``squares``: per sample, its
@@ -175,8 +193,9 @@ class Field:
 
     def formed(self, cols=slice(None)):
         """``B[:, cols]`` in memory (float64, where the data are), one read."""
-        v = self.on_data
-        args = (None, 0, False, np.dtype(np.float64), v.mean[cols], v.scale[cols], 1)
+        v, filling = self.on_data, self.filling
+        filling = None if filling is None else (filling[0], filling[1][cols])
+        args = (None, 0, False, np.dtype(np.float64), v.mean[cols], v.scale[cols], 1, filling)
         return _read(_executor(self.data[:, cols], 0), _product, *args, summed=False)
 
     def read(self, M, *, transpose: bool = False, power: int = 0):
@@ -186,7 +205,7 @@ class Field:
         ex, v = _executor(self.data), self.on_data
         dtype = np.dtype(np.float64 if power else self.dtype)
         M = None if M is None else backend.astype(M, dtype, copy=False)
-        args = (M, ex.axis, transpose, dtype, v.mean, v.scale, power)
+        args = (M, ex.axis, transpose, dtype, v.mean, v.scale, power, self.filling)
         return _read(ex, _product, *args, summed=M is not None and (ex.axis == 0) == transpose)
 
     def blocks(self):
@@ -261,19 +280,40 @@ def _read(ex, kernel, *args, summed: bool, items=None):
     return parts[0] if len(parts) == 1 else backend.api(parts[0]).concat(parts, axis=0)
 
 
+def _filled(x, filling, cols):
+    """A float sub-block (features as columns ``cols`` of the field) with its missing values
+    replaced by their features' means (``filling``: ``(rule, fill)``, or None: ``x``)."""
+    if filling is None:
+        return x
+    rule, fill = filling
+    fill = backend.astype(fill[cols], backend.numpy_dtype(x.dtype), copy=False)
+    return fill_missing(backend.api(x), x, rule, fill, count=False)[0]
+
+
 def _product(
-    blocks, offset, M, axis=0, transpose=False, dtype=None, mean=None, scale=None, power=0
+    blocks,
+    offset,
+    M,
+    axis=0,
+    transpose=False,
+    dtype=None,
+    mean=None,
+    scale=None,
+    power=0,
+    filling=None,
 ):
     """A stripe's share of :meth:`Field.read`, a sub-block at a time (the core's
-    :func:`~xsvd.core.randomized.stripe.stripe_sub`: converted to ``dtype`` only there):
-    part of the sum where the product runs over the stripe's side, else its rows."""
+    :func:`~xsvd.core.randomized.stripe.stripe_sub`: converted to ``dtype`` only there,
+    then its missing values replaced where ``filling`` says, :func:`_filled`): part of the
+    sum where the product runs over the stripe's side, else its rows."""
     summed = M is not None and (axis == 0) == transpose
     other = sum(b.shape[1 - axis] for b in blocks)
     total, pieces = None, []
     for start, stop in sub_blocks(blocks[0].shape[axis], other, ROW_BLOCK_VALUES):
         x = stripe_sub(blocks, axis, start, stop, dtype)
+        cols = slice(None) if axis == 0 else slice(offset + start, offset + stop)
+        x = _filled(x, filling, cols)
         if power:
-            cols = slice(None) if axis == 0 else slice(offset + start, offset + stop)
             x = x - mean[cols]  # a new array: never the data's memory
             x *= scale[cols]
             x = x * x if power == 2 else x
@@ -295,15 +335,19 @@ class _Cross(Summable):
     right: Any
 
 
-def _cross(blocks, offset, split, dW, cW, dT, cT, dtypes, means):
+def _cross(blocks, offset, split, dW, cW, dT, cT, dtypes, means, fillings=(None, None)):
     """A stripe of samples of both fields (the left's ``split`` blocks, then the right's):
     ``((Xl - 1 mul^T)^T Yr, (Xr - 1 mur^T)^T Yl)``, ``Yr = Xr dW - 1 cW^T``, ``Yl = Xl dT -
-    1 cT^T``, a sub-block of both at a time (each read once for both products)."""
+    1 cT^T``, a sub-block of both at a time (each read once for both products; missing
+    values replaced by each field's ``fillings``, :func:`_filled`)."""
     sides = blocks[:split], blocks[split:]
     width = max(sum(b.shape[1] for b in side) for side in sides)
     total = None
     for start, stop in sub_blocks(blocks[0].shape[0], width, ROW_BLOCK_VALUES):
-        x = [stripe_sub(side, 0, start, stop, t) for side, t in zip(sides, dtypes, strict=True)]
+        x = [
+            _filled(stripe_sub(side, 0, start, stop, t), filling, slice(None))
+            for side, t, filling in zip(sides, dtypes, fillings, strict=True)
+        ]
         y = _float64(x[1] @ dW) - cW, _float64(x[0] @ dT) - cT  # Yr, Yl
         part = _Cross(
             *(
@@ -369,7 +413,7 @@ def cross_products(fl: Field, fr: Field, W, T):
         ex, items, split = Stepwise(joined, 0, SPLIT_EVERY), None, xl.numblocks[1]
     else:
         ex, items, split = Eager(fl.data, 0), [[fl.data, fr.data]], 1
-    args = (split, dW, cW, dT, cT, dtypes, (vl.mean, vr.mean))
+    args = (split, dW, cW, dT, cT, dtypes, (vl.mean, vr.mean), (fl.filling, fr.filling))
     s = _read(ex, _cross, *args, summed=True, items=items)
     return s.left * vl.scale[:, None], s.right * vr.scale[:, None]
 
@@ -397,44 +441,60 @@ def prepare_field(
     center: bool = True,
     standardize: bool = False,
     what: str = "data",
+    reading: Reading | None = None,
 ) -> Field:
     """The :class:`Field` of ``obj``: one read for NaN counts, infinite values, means and
     standard deviations; ``what`` names the field in errors (e.g. ``"left field"``).
     Pint-quantified data (and weights) are taken as their magnitudes, their units kept
-    in ``Field.units`` (:func:`xsvd.labeled.units.strip`), as every analysis does."""
+    in ``Field.units`` (:func:`xsvd.labeled.units.strip`), as every analysis does.
+
+    ``reading`` (:class:`xsvd.labeled.api.Reading`): ``device=`` moves the data first
+    (:func:`xsvd.labeled.preprocess.move_dataarray`); ``missing="mean"`` (and
+    ``negative_missing``) lets a missing value stand for its feature's mean over the
+    samples where it is present, as :func:`xsvd.svd` does: the moments are those of the
+    present values (``standardize`` divides by their standard deviation, as
+    :func:`xsvd.labeled.preprocess.standardized_weights` does), the correlations and
+    sums of squares those of the filled data; the kernels replace them (:func:`_filled`)."""
     check_flag("center", center)
+    reading = Reading() if reading is None else reading
     obj, weights, units = _units.strip(obj, weights)
     if units is not None and standardize:  # standardized data have no units
         units = _units.Units(units.data, None, units.coords)
+    obj = move_dataarray(obj, reading.device)
     layout = Layout.from_dataarray(obj, dim)
     a = layout.to_matrix(obj)
     kind = backend.numpy_dtype(a.dtype)
     if not np.issubdtype(kind, np.number) or np.issubdtype(kind, np.complexfloating):
         raise TypeError(f"The {what} must be real numbers, got dtype {a.dtype}.")
+    rule = missing_rule(kind, reading.missing, reading.negative_missing)  # checks them
     if kind.kind != "f" and not backend.is_dask(a) and not backend.is_numpy(a):
         a = backend.astype(a, np.float64)  # a device's products take no integers
     w = weights_vector(layout, weights)
-    nans, infinite, mean, amax, spread = _moments(a)
+    nans, infinite, mean, amax, spread, m = _moments(a, rule if rule.fills else None)
     located = layout.feature_locator()
 
     def locate(idx) -> str:
         return f"{located(idx)} of the {what}"
 
-    # the core's checks, naming the features, with advice for analyses without missing=
-    check_infinite(infinite, locate=locate, advice=NO_MISSING)
-    land = "Features that are NaN at every sample (e.g. land in an ocean field) are handled"
-    advice = f"{land}; {NO_MISSING}"
-    kept = ~check_nan_counts(nans, a.shape[0], locate=locate, advice=advice)
+    # the core's checks and advice, naming the features of this field
+    check_infinite(infinite, locate=locate)
+    if rule.fills:  # missing at every sample: left out (land); at some: the feature's mean
+        kept = nans < a.shape[0]
+        partial = bool((nans[kept] > 0).any())
+    else:
+        kept, partial = ~check_nan_counts(nans, a.shape[0], locate=locate), False
     if not kept.any():
         raise ValueError(f"The {what} are NaN everywhere: no feature to decompose.")
-    amax, spread = amax[kept], spread[kept]
+    amax, spread, m = amax[kept], spread[kept], m[kept]
     # the one rule of constant features (docs/input-rules.md): a standard deviation at
-    # rounding level of the largest value is 0
-    std = np.where(spread > constant_tolerance(kind, a.shape[0]), spread * amax, 0.0)
+    # rounding level of the largest value is 0 (over the values present, as the main svd's)
+    std = np.where(spread > constant_tolerance(kind, m), spread * amax, 0.0)
     scale = np.ones(int(kept.sum())) if w is None else w[kept]
     if standardize:
         with np.errstate(divide="ignore", over="ignore"):
             scale = np.where(std > 0, scale / np.where(std > 0, std, 1), 0.0)
+    if partial:  # the filled data's deviations: the present values' over every sample
+        std = std * np.sqrt(m / a.shape[0])
     dtype = np.float32 if kind == np.float32 else np.float64
     idx = np.flatnonzero(kept)
     if kept.all():
@@ -456,9 +516,13 @@ def prepare_field(
     exponent = -int(np.frexp(top)[1]) if 0 < top < np.inf else 0  # exact: a power of two
     scale = times_power_of_two(scale, exponent)
     squares = tuple(float(np.sum(scale**2 * v)) for v in (mean**2, mean**2 + std**2))
+    fill = mean if partial else None  # nothing partly missing: nothing to replace
     mean = mean if center else np.zeros_like(mean)
-    on_data = OnData(*(backend.transfer(v, a) for v in (mean, scale, std, kept)))
-    return Field(layout, data, kept, dtype, on_data, units, exponent + shift, squares)
+    on_data = OnData(
+        *(None if v is None else backend.transfer(v, a) for v in (mean, scale, std, kept, fill))
+    )
+    rule = rule if partial else None
+    return Field(layout, data, kept, dtype, on_data, units, exponent + shift, squares, rule)
 
 
 def covariance_units(fl: Field, fr: Field) -> dict | None:
@@ -472,29 +536,35 @@ def covariance_units(fl: Field, fr: Field) -> dict | None:
     return _units.describe(_units.Units(None, product))
 
 
-def _moments(a):
-    """Per feature, on the host: NaN count, whether any value is infinite, the mean, the
-    largest magnitude ``max|x|`` and the standard deviation (``ddof=0``) over it, of the
-    present values: :func:`~xsvd.labeled.preprocess.feature_moments`, the one read of
-    moments that ``standardize`` takes for a single field."""
-    stats = feature_moments(a, missing_rule(a.dtype, "mean", negative_missing=False))
+def _moments(a, rule: MissingRule | None = None):
+    """Per feature, on the host: missing count (NaN, or as ``rule`` says), whether any
+    value is infinite, the mean, the largest magnitude ``max|x|`` and the standard
+    deviation (``ddof=0``) over it, of the present values, and their number:
+    :func:`~xsvd.labeled.preprocess.feature_moments`, the one read of moments that
+    ``standardize`` takes for a single field."""
+    if rule is None:
+        rule = missing_rule(a.dtype, "mean", negative_missing=False)  # NaN only
+    stats = feature_moments(a, rule)
     n, amax = stats["n"], stats["amax"]
     e = np.frexp(amax)[1]  # the moments are in units of 2**e
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         spread = np.sqrt(stats["m2"] / np.maximum(n, 1)) / np.ldexp(amax, -e)
         mean = np.where(n > 0, np.ldexp(stats["mean"], e), np.nan)
-    return a.shape[0] - n, np.isinf(amax), mean, amax, np.where(amax > 0, spread, 0.0)
+    spread = np.where(amax > 0, spread, 0.0)
+    return a.shape[0] - n, np.isinf(amax), mean, amax, spread, n
 
 
-def operator_options(options: dict, where: str, method: str) -> CompressedOptions:
+def operator_options(options: dict, where: str, method: str) -> tuple[CompressedOptions, Any]:
     """The compressed options of an analysis that runs on the operator solvers
     (:mod:`xsvd.core.randomized.operator`), declared once as :func:`xsvd.compressed`'s
-    (:class:`~xsvd.core.options.CompressedOptions`, the same defaults), checked.
+    (:class:`~xsvd.core.options.CompressedOptions`, the same defaults), checked, and how
+    it reads its data (:class:`xsvd.labeled.api.Reading`: ``missing``,
+    ``negative_missing``, ``device``, as :func:`xsvd.svd`'s): ``(given, reading)``.
 
     Those solvers always run block Krylov in the data's precision: ``krylov=False`` and
     ``dtype`` are refused, as is any of them with ``method="exact"``.
     """
-    given = split_options(options, (CompressedOptions,), where)[0]
+    given, reading = split_options(options, (CompressedOptions, Reading), where)
     if method == "exact" and given.given():
         names = given.given()
         verb, pron = ("applies", "it") if len(names) == 1 else ("apply", "them")
@@ -513,4 +583,4 @@ def operator_options(options: dict, where: str, method: str) -> CompressedOption
             f"float32, others in float64), so dtype={given.dtype!r} is not available there. "
             "Convert the data instead, e.g. `da.astype('float32')`."
         )
-    return given
+    return given, reading

@@ -28,7 +28,7 @@ from ..core import backend, fix_signs
 from ..core.common import variance_ratio
 from ..core.options import CompressedOptions, takes_options
 from ..core.randomized.operator import fused_operator_svd
-from ..labeled.api import warn_uncentered
+from ..labeled.api import Reading, warn_uncentered
 from ..labeled.base import Result, component_array, errors_part
 from .fields import (
     Field,
@@ -45,7 +45,7 @@ __all__ = ["mca", "MCAResult", "METHODS"]
 METHODS = ("compressed", "exact")
 
 
-@takes_options(CompressedOptions)
+@takes_options(CompressedOptions, Reading)
 def mca(
     left: xr.DataArray,
     right: xr.DataArray,
@@ -75,7 +75,8 @@ def mca(
         dimensions (features) may differ. NumPy-, Dask- or device-backed
         (CuPy), both in the same memory; the results stay there. Features
         that are NaN at every sample (land in an ocean field) are left out
-        and are NaN in the patterns and maps; other NaN is an error.
+        and are NaN in the patterns and maps; other NaN is an error unless
+        ``missing="mean"``.
     k : int
         Number of modes.
     dim : str or sequence of str
@@ -95,6 +96,18 @@ def mca(
         field once and gives a product with ``C`` and one with ``C^T``.
         ``"exact"`` forms ``C`` (left features x right features, in memory)
         and takes its full SVD: for small fields, and as the reference.
+    missing : {"error", "mean"}
+        As :func:`xsvd.svd`'s, for each field: ``"mean"`` stands each missing
+        value (NaN; in integer data, negative codes) for its feature's mean
+        over the samples where it is present, inside the reads (no filled
+        copy of the data): the results are those of the filled fields, with
+        ``standardize`` by the present values' standard deviation as
+        :func:`xsvd.svd`'s. ``"error"`` (default) refuses it, naming where.
+    negative_missing : bool, optional
+        Whether negative values count as missing, as :func:`xsvd.svd`'s.
+    device : {None, "gpu", "cpu"}
+        Move both fields there first (as :func:`xsvd.svd`'s ``device=``); the
+        results stay there.
     n_power_iter, n_oversamples, seed, tol, max_passes
         The compressed solver's options, declared once with those of
         :func:`xsvd.compressed` and with its defaults: by default it passes
@@ -167,8 +180,8 @@ def mca(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
-    given = operator_options(options, "mca", method)
-    kw = dict(center=center, standardize=standardize)
+    given, reading = operator_options(options, "mca", method)
+    kw = dict(center=center, standardize=standardize, reading=reading)
     fl = prepare_field(left, dim, weights_left, what="left field", **kw)
     fr = prepare_field(right, dim, weights_right, what="right field", **kw)
     check_same_memory({"left": fl, "right": fr})
@@ -189,7 +202,12 @@ def mca(
         warn_uncentered(
             max((f.mean_component() for f in (fl, fr)), key=lambda d: d.mean_share()), svd=False
         )
-    settings: dict[str, Any] = {"method": method, "center": center, "standardize": standardize}
+    settings: dict[str, Any] = {
+        "method": method,
+        "center": center,
+        "standardize": standardize,
+        "missing": reading.missing,
+    }
     if method == "exact":  # C formed where the data are, and its SVD there
         C = cross_covariance(fl, fr)
         P, S_all, Qt = fl.xp.linalg.svd(C, full_matrices=False)
