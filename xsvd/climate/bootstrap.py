@@ -16,6 +16,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import backend, fix_signs
+from ..core.missing import missing_rule
 from ..core.options import (
     DEFAULT_N_POWER_ITER,
     CompressedOptions,
@@ -24,7 +25,7 @@ from ..core.options import (
     split_options,
     takes_options,
 )
-from ..labeled.api import labeled_matrix, warn_uncentered
+from ..labeled.api import Reading, labeled_matrix, warn_uncentered
 from ..labeled.base import Result, errors_part
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
@@ -72,7 +73,7 @@ def _stopping(given: CompressedOptions) -> tuple[CompressedOptions, Stopping]:
     return opts, Stopping(most, opts.tol, opts.default_stop)
 
 
-@takes_options(CompressedOptions)
+@takes_options(CompressedOptions, Reading)
 def bootstrap(
     da: xr.DataArray,
     k: int,
@@ -98,7 +99,8 @@ def bootstrap(
     ----------
     da : xarray.DataArray
         NumPy-, Dask- or CuPy-backed data (or another array-API library's, on
-        its device); NaN only in features NaN at every sample, no ``inf``
+        its device); NaN only in features NaN at every sample (land, left
+        out: NaN in ``V``) unless ``missing="mean"``, no ``inf``
         (:class:`xsvd.InfiniteValueError` names where).
     k : int
         Components compared.
@@ -137,6 +139,17 @@ def bootstrap(
     dtype, krylov
         Refused unless left out (or float64, True): the bootstrap always
         multiplies in float64 and uses block Krylov.
+    missing : {"error", "mean"}
+        As :func:`xsvd.svd`'s: ``"mean"`` stands each missing value for its
+        feature's mean over all the samples of the data where it is present,
+        as the data are read (no filled copy); the replicates resample those
+        filled data. ``"error"`` (default): a feature with gaps is a
+        :class:`xsvd.MissingValueError` naming it.
+    negative_missing : bool, optional
+        Whether negative values count as missing, as :func:`xsvd.svd`'s.
+    device : {None, "gpu", "cpu"}
+        Move the data first, as :func:`xsvd.svd` does; the result lives
+        where the data are then.
 
     Returns
     -------
@@ -150,7 +163,7 @@ def bootstrap(
         ``explained_variance_ratio_ci`` and ``congruence_ci`` (dims
         ``component, bound``: lower, upper percentiles); all of them together
         as the Dataset ``replicates``. Every part stays on the data's device.
-        ``settings``: ``reads`` (of the data, in all), ``passes`` (the most of
+        ``settings``: ``missing``, ``reads`` (of the data, in all), ``passes`` (the most of
         any batch), ``stopped`` (why, as :func:`xsvd.compressed` says it:
         ``"converged"``, ``"precision of float64 products"``, ``"max_passes"``,
         ``"space full"`` or ``"n_power_iter"``) and ``estimated_error`` (the largest estimated
@@ -171,7 +184,9 @@ def bootstrap(
     pass at once; Dask data chunked along the samples only take two reads per
     pass (``2 passes + 1``). Data of any magnitude: the first read measures
     them, and data whose float64 products would overflow or underflow are read
-    again, rescaled by powers of two. xeofs' ``EOFBootstrapper`` fits one
+    again, rescaled by powers of two. With ``missing="mean"`` the first read
+    finds the features' means; over Dask stripes of samples the first batch's
+    first read is made again where some feature has gaps. xeofs' ``EOFBootstrapper`` fits one
     model per replicate instead (``n`` decompositions of a resampled copy).
 
     Examples
@@ -184,7 +199,7 @@ def bootstrap(
     >>> bool(boot.congruence.isel(component=0).median() > 0.9)
     True
     """
-    (given,) = split_options(options, (CompressedOptions,), "bootstrap")
+    given, reading = split_options(options, (CompressedOptions, Reading), "bootstrap")
     _check("k", k, 1)
     _check("n_replicates", n_replicates, 1)
     check_flag("center", center)
@@ -194,7 +209,8 @@ def bootstrap(
         _check("batch", batch, 1)
     if not 0 < ci < 1:
         raise ValueError(f"ci must be between 0 and 1, e.g. 0.95, got {ci!r}.")
-    layout, da, a, w, units = labeled_matrix(da, dim, weights)
+    layout, da, a, w, units = labeled_matrix(da, dim, weights, reading.device)
+    rule = missing_rule(a.dtype, reading.missing, reading.negative_missing)
     m, nf = a.shape
     if k > min(m, nf):
         raise ValueError(f"k={k} is more than the {min(m, nf)} components of a {m} x {nf} matrix.")
@@ -202,7 +218,7 @@ def bootstrap(
     draws = rng.integers(0, m, size=(n, m))
     counts = np.stack([np.ones(m), *(np.bincount(d, minlength=m) for d in draws)], axis=1)
     l = min(k + opts.n_oversamples, m)
-    reader = Reads(a, w, layout.feature_locator())
+    reader = Reads(a, w, layout.feature_locator(), rule)
     size = batch or max(1, BATCH_BYTES // reader.replicate_bytes(l, stop.most) - 1)
     xp = reader.xp
     S, ratio, dots, Vs, batches = [], [], [], [], []
@@ -227,7 +243,7 @@ def bootstrap(
     S, ratio = xp.concat(S), xp.concat(ratio)
     ones = xp.ones((1, k), dtype=xp.float64, device=backend.device(S))
     dots = xp.concat([ones, *dots])
-    settings = _settings(opts, stop, batches, reader, center, ci)
+    settings = _settings(opts, stop, batches, reader, center, ci, reading.missing)
     parts = dict(S=S, ratio=ratio, dots=dots, data=data, Vs=Vs)
     parts = _parts(layout, reader.put(counts), parts, ci)
     record = {"settings": settings, "method": "bootstrap", "units": describe_units(units)}
@@ -244,7 +260,7 @@ def _zero_nan(x):
     return backend.api(x).where(backend.api(x).isnan(x), 0.0, x)
 
 
-def _settings(opts, stop: Stopping, batches: list, reader: Reads, center, ci) -> dict:
+def _settings(opts, stop: Stopping, batches: list, reader: Reads, center, ci, missing) -> dict:
     """``settings`` of the result (JSON-able), with the warnings they call for."""
     passes = max(b.passes for b in batches)
     stopped = worst(b.stopped for b in batches)
@@ -254,6 +270,7 @@ def _settings(opts, stop: Stopping, batches: list, reader: Reads, center, ci) ->
         n_oversamples=opts.n_oversamples,
         seed=opts.seed,
         passes=passes,
+        missing=missing,
         reads=reader.reads,
         stopped=stopped,
         **({"tol": opts.tol} if opts.converges else {}),

@@ -18,8 +18,13 @@ Stripes of features (each holds every sample) give every replicate's ``B_c
 B_c^T T_c`` in one read per pass; Dask stripes of samples (each holds every
 feature) in two, ``Y_c = B_c^T T_c`` (summed over the stripes) and ``B_c Y_c``.
 The first read of a batch counts each feature's NaN and infinite values and
-measures its magnitude (errors name the features). Only small arrays cross
-between host and device. Every step is float64.
+measures its magnitude (errors name the features). With ``missing="mean"`` each
+missing value stands for its feature's mean over the samples where it is
+present, filled in every sub-block as it is read (no filled copy of the data):
+stripes of features find the means in the first read (each holds every
+sample); stripes of samples sum the features in it, and read it again where a
+feature has gaps. Only small arrays cross between host and device. Every step
+is float64.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import numpy as np
 from ..core import backend
 from ..core.common import Decomposition, variance_ratio
 from ..core.config import OPTIONS
-from ..core.missing import check_infinite, check_nan_counts
+from ..core.missing import MissingRule, check_infinite, check_nan_counts
 from ..core.randomized.executors import Eager, Stepwise
 from ..core.randomized.magnitude import needs_rescaling, rescaling, scaled_back
 from ..core.randomized.small import (
@@ -59,13 +64,24 @@ __all__ = ["Reads", "Stopping", "Batch", "run_batch", "worst"]
 #: alive at once over stripes of samples).
 SPLIT_EVERY = 2
 
-#: How to fix partly missing features and infinite values: the bootstrap takes no missing=.
+#: How to fix partly missing features with ``missing="error"``: ``missing="mean"`` (the
+#: replicates then resample the filled data), a filled copy, or the features left out.
 NAN_ADVICE = (
-    "The bootstrap needs complete features (NaN at every sample, e.g. land, is fine): fill "
-    "them first (e.g. `da.interpolate_na(dim)`) or leave them out, as land: "
-    "`da.where(da.notnull().all(dim))`."
+    "The bootstrap leaves out features NaN at every sample (e.g. land); for the others "
+    "pass `missing='mean'`, which stands each gap for its feature's mean over all the "
+    "samples (the replicates resample those filled data; no filled copy is made), or fill "
+    "them first, e.g. `da.interpolate_na(dim)`, or leave the features that hold them out, "
+    "as land: `da.where(da.notnull().all(dim))`."
 )
-INFINITE_ADVICE = "Replace or drop those features before the call."
+
+#: The kernels' ``fill`` while no means are known yet over stripes of features (each holds
+#: every sample): each sub-block fills its gaps with its features' own means.
+LOCAL = "local"
+
+
+def _local(fill) -> bool:
+    """Whether ``fill`` is :data:`LOCAL` (by type: it may be a copy, sent to a worker)."""
+    return isinstance(fill, str)
 
 
 @dataclass(frozen=True)
@@ -140,12 +156,13 @@ class Reads:
     """The data's reads for the bootstrap, through the core's executors and stripes.
 
     ``a`` (samples x features: NumPy, a device's array or Dask), ``w`` the
-    feature weights (or None), ``locate`` names features in errors. Dask data
-    chunked along the samples only are read as stripes of samples, anything
-    else as stripes of features. ``reads`` counts the reads.
+    feature weights (or None), ``locate`` names features in errors, ``rule`` the
+    :class:`~xsvd.core.missing.MissingRule` (default: NaN only in features NaN at
+    every sample). Dask data chunked along the samples only are read as stripes
+    of samples, anything else as stripes of features. ``reads`` counts the reads.
     """
 
-    def __init__(self, a, w, locate=None):
+    def __init__(self, a, w, locate=None, rule: MissingRule | None = None):
         self.n_samples, self.n_features = (int(s) for s in a.shape)
         lazy = backend.is_dask(a)
         self.by_samples = lazy and a.numblocks[1] == 1 and a.numblocks[0] > 1
@@ -162,6 +179,12 @@ class Reads:
         self.result_exp = 0  # the matrices decomposed are 2**result_exp B_c
         self.measured = False  # whether the magnitudes were looked at (first batch)
         self.nan_mask = None  # features NaN at every sample (host), after a first read
+        self.rule = MissingRule("error") if rule is None else rule
+        # missing="mean": whether the reads fill gaps (False once the first read found none),
+        # and the values they fill in, per feature, as the data are read (scaled): None
+        # until the first read has found them
+        self.filling = self.rule.fills
+        self.fill = None
         self.shift = None  # stripes of samples: the means subtracted from every sub-block
         self.means = None  # stripes of samples: the batch's mu_c - shift (features x B)
         self.reads = 0
@@ -174,6 +197,14 @@ class Reads:
     def put(self, x):
         """A host array in float64, moved to where the data's blocks are (counted)."""
         return backend.transfer(np.asarray(x, dtype=np.float64), self.like)
+
+    def _fill(self):
+        """What the kernels fill gaps with: None (nothing to fill: NaN reads as 0), the
+        values found, or before those are known :data:`LOCAL` over stripes of features
+        (their own means) and None over stripes of samples (read again, :meth:`checked`)."""
+        if not self.filling or self.fill is not None:
+            return self.fill
+        return None if self.by_samples else LOCAL
 
     def _read(self, fn, *args, nout: int = 1):
         """``fn(blocks, offset, *args)`` on every stripe in one read: the sum of the first
@@ -198,17 +229,28 @@ class Reads:
         if not self.by_samples:
             while True:
                 args = (self.weights, self.scale, counts, flat, sT, center, first, self.sub_block)
-                sums, stats = self._read(_feature_pass, *args, nout=2)
+                fill = self._fill()
+                sums, stats = self._read(_feature_pass, *args, self.rule, fill, nout=2)
                 stats = self.xp.concat(stats, axis=1) if first else None
-                if not first or not self.checked(stats[0, :], stats[1, :], stats[2, :]):
+                if not first:
+                    break
+                means = stats[3, :] if _local(fill) else None
+                if not self.checked(stats[0, :], stats[1, :], stats[2, :], means):
                     break
             # every stripe's sum times sqrt(c), once (B x m x l)
             P = xp.permute_dims(xp.reshape(sums.product, (m, *sT.shape)), (1, 0, 2))
             return xp.sqrt(counts).T[:, :, None] * P, sums.ss
         while True:  # stripes of samples: Y_c = B_c^T T_c, then B_c Y_c
             args = (self.scale, self.shift, counts, flat, first, self.sub_block)
-            sums = self._read(_sample_co, *args)
-            if not first or not self.checked(sums.missing, sums.infinite, sums.amax):
+            fill = self._fill()
+            sums = self._read(_sample_co, *args, self.rule, fill)
+            if not first:
+                break
+            means = None  # the data's means (column 0: all ones), gaps read as 0
+            if self.filling and self.fill is None:
+                present = xp.maximum(m - sums.missing, 1.0)
+                means = sums.colsum[:, 0] / present
+            if not self.checked(sums.missing, sums.infinite, sums.amax, means):
                 break
         if first:  # mu_c - shift, as the read subtracted it
             self.means = sums.colsum / m if center else None
@@ -220,7 +262,7 @@ class Reads:
             self.means = means = self.means - self.means[:, :1]
         corr = None if means is None else xp.sum(means[:, :, None] * G, axis=0)
         args = (self.scale, self.shift, counts, G, corr, self.weights, first, self.sub_block)
-        sums, rows = self._read(_sample_apply, *args, nout=2)
+        sums, rows = self._read(_sample_apply, *args, self.rule, self._fill(), nout=2)
         ss = sums.ss
         if first and means is not None:
             w2 = 1.0 if self.weights is None else (self.weights**2)[:, None]
@@ -253,7 +295,8 @@ class Reads:
         inverse = xp.where(S > 0, 1 / xp.where(S > 0, S, 1.0), 0.0)
         flat, sU = _spread(counts, U)
         if self.by_samples:
-            P = self._read(_sample_co, self.scale, self.shift, counts, flat, False, self.sub_block)
+            args = (self.scale, self.shift, counts, flat, False, self.sub_block)
+            P = self._read(_sample_co, *args, self.rule, self._fill())
             P = self._weighted(P.product, sU, self.means, False)
             V = xp.permute_dims(P, (1, 0, 2))
             V = V * inverse[:, None, :]
@@ -261,24 +304,36 @@ class Reads:
             V = V if keep else V[0:1, :, :]
         else:
             args = (self.weights, self.scale, counts, flat, sU, center, False, self.sub_block)
-            dots, parts = self._read(_feature_pass, *args, inverse, keep, nout=2)
+            args = (*args, self.rule, self._fill(), inverse, keep)
+            dots, parts = self._read(_feature_pass, *args, nout=2)
             V = xp.concat(parts, axis=1)
         dead = backend.transfer(self.nan_mask, self.like)
         return dots, xp.where(dead[None, :, None], xp.nan, V)
 
-    def checked(self, missing, infinite, amax) -> bool:
-        """Check a batch's first read (per feature: NaN and infinite counts, largest finite
-        magnitude); True when the data must be read again, rescaled."""
+    def checked(self, missing, infinite, amax, means=None) -> bool:
+        """Check a batch's first read (per feature: missing and infinite counts, largest
+        finite magnitude; ``means``: the features' means over the samples present, where
+        the read found them); True when the data must be read again: rescaled, or over
+        stripes of samples filled (their first read took the gaps for 0)."""
         m = self.n_samples
         host = backend.to_numpy(self.xp.stack([missing, infinite, amax]))  # one move
-        # the bootstrap takes no missing=: its own advice
-        check_infinite(host[1] > 0, locate=self.locate, advice=INFINITE_ADVICE)
-        self.nan_mask = check_nan_counts(host[0], m, locate=self.locate, advice=NAN_ADVICE)
+        check_infinite(host[1] > 0, locate=self.locate)
+        again = False
+        if not self.rule.fills:  # missing="error": only features missing at every sample
+            self.nan_mask = check_nan_counts(host[0], m, locate=self.locate, advice=NAN_ADVICE)
+        else:
+            self.nan_mask = host[0] >= m  # left out, NaN in V, as land
+            if means is not None:  # the first read: gaps to fill, or none (read as before)
+                self.filling = bool(((host[0] > 0) & (host[0] < m)).any())
+                self.fill = means if self.filling else None
+                again = self.filling and self.by_samples
         if self.measured:
-            return False
+            return again
         self.measured = True
         if not needs_rescaling(host[2], self.given, np.float64):
-            return False
+            return again
+        if means is not None:  # found unscaled: found again in the rescaled read
+            self.fill = None
         found = rescaling(host[2], self.given, np.float64, np.float64)
         self.scale = self.put(np.ldexp(1.0, found.column_exp))
         self.weights = self.put(found.weights)
@@ -289,12 +344,27 @@ class Reads:
 # ------------------------------------------------------------------ kernels
 
 
-def _sub(blocks, axis: int, start: int, stop: int, scale):
-    """A float64 sub-block (times ``scale``), NaN as 0, and its NaN mask: ``(xp, x, nan)``."""
+def _sub(blocks, axis: int, start: int, stop: int, scale, rule: MissingRule, fill):
+    """A float64 sub-block (times ``scale``), its missing values (``rule``) filled, and
+    their mask: ``(xp, x, missing, value)``.
+
+    ``fill``: None, missing values read as 0; per feature of the stripe (of every feature
+    for ``axis=0``), the values they stand for; :data:`LOCAL` (``axis=1``: every sample is
+    here), each feature's mean over the samples present (0 where none is), also returned
+    as ``value``.
+    """
     x = stripe_sub(blocks, axis, start, stop, np.float64, scale)
     xp = backend.api(x)
-    nan = xp.isnan(x)
-    return xp, xp.where(nan, 0.0, x), nan
+    missing = rule.mask(xp, x)
+    value = 0.0
+    if _local(fill):  # summed over 2**e (exact): no overflow, where data so large are rescaled
+        e = int(np.ceil(np.log2(max(x.shape[0], 1))))
+        present = xp.sum(xp.where(missing, 0.0, x) * 2.0**-e, axis=0)
+        count = xp.sum(xp.astype(missing, xp.float64), axis=0)
+        value = present / xp.maximum(x.shape[0] - count, 1.0) * 2.0**e
+    elif fill is not None:
+        value = fill[start:stop] if axis == 1 else fill
+    return xp, xp.where(missing, value, x), missing, value
 
 
 def _measure(xp, x, nan):
@@ -315,11 +385,25 @@ def _spread(C, T):
 
 @quiet_overflow
 def _feature_pass(
-    blocks, offset, w, scale, C, flat, sT, center, first, sub_block, inverse=None, keep=True
+    blocks,
+    offset,
+    w,
+    scale,
+    C,
+    flat,
+    sT,
+    center,
+    first,
+    sub_block,
+    rule,
+    fill,
+    inverse=None,
+    keep=True,
 ):
     """A stripe of features' share of every ``B_c B_c^T T_c`` before the factor ``sqrt(c)``
     (m x B l, ``flat``, ``sT``: :func:`_spread` of ``T``) and, ``first``, of the
-    ``||B_c||_F^2``, with its per-feature counts and magnitudes (``first``, else None).
+    ``||B_c||_F^2``, with its per-feature counts and magnitudes (``first``, else None)
+    and, ``fill`` :data:`LOCAL`, the means it filled in (:func:`_sub`).
 
     With ``inverse`` (B x k; ``T``: the vectors ``u``): instead its share of the dot
     products with column 0's patterns (B x k), and its patterns ``B_c^T u / s`` (B or 1 x
@@ -330,12 +414,18 @@ def _feature_pass(
     B, l = sT.shape
     out, corr, ss, stats = None, 0.0, 0.0, []
     part = None if scale is None else scale[offset : offset + f_all]
+    local = _local(fill)
+    if not local and fill is not None:
+        fill = fill[offset : offset + f_all]
     # sub-blocks B times narrower: their products (f x B l) the size of the core's (f x l)
     # (100 replicates of a 0.3 GB field in Dask stripes of features: 0.08 GB less memory)
     for start, stop in sub_blocks(f_all, m, sub_block // B):
-        xp, x, nan = _sub(blocks, 1, start, stop, part)
+        xp, x, nan, value = _sub(blocks, 1, start, stop, part, rule, fill)
         if first:
-            stats.append(_measure(xp, x, nan))
+            measured = _measure(xp, x, nan)
+            if local:
+                measured = xp.concat([measured, xp.reshape(value, (1, -1))], axis=0)
+            stats.append(measured)
         if center:  # every sample is here: the exact means; the replicates' are corrections
             x -= xp.mean(x, axis=0)  # x is a fresh copy (`_sub`)
         f = stop - start
@@ -370,7 +460,7 @@ def _feature_pass(
 
 
 @quiet_overflow
-def _sample_co(blocks, offset, scale, shift, C, flat, first, sub_block):
+def _sample_co(blocks, offset, scale, shift, C, flat, first, sub_block, rule, fill):
     """A stripe of samples' share of ``(A - 1 shift^T)^T (s_c T_c)`` (features x B l;
     ``flat``: :func:`_spread` of ``T``) and, ``first``, of ``(A - 1 shift^T)^T C`` and the
     per-feature counts and magnitudes."""
@@ -378,7 +468,7 @@ def _sample_co(blocks, offset, scale, shift, C, flat, first, sub_block):
     Ci, flat = C[offset : offset + mi, :], flat[offset : offset + mi, :]
     out = None  # sub-blocks at least as large as the products: those are few
     for start, stop in sub_blocks(mi, n, max(sub_block, n * flat.shape[1])):
-        xp, x, nan = _sub(blocks, 0, start, stop, scale)
+        xp, x, nan, _ = _sub(blocks, 0, start, stop, scale, rule, fill)
         if first:
             missing, infinite, amax = _measure(xp, x, nan)
         if shift is not None:
@@ -391,7 +481,7 @@ def _sample_co(blocks, offset, scale, shift, C, flat, first, sub_block):
 
 
 @quiet_overflow
-def _sample_apply(blocks, offset, scale, shift, C, G, corr, w, first, sub_block):
+def _sample_apply(blocks, offset, scale, shift, C, G, corr, w, first, sub_block, rule, fill):
     """A stripe of samples' rows of every ``B_c Y_c`` (B x m_i x l, from ``G = w Y_c``)
     and, ``first``, its share of the ``||B_c||_F^2`` (less their mean's part)."""
     xp = backend.api(G)
@@ -401,7 +491,7 @@ def _sample_apply(blocks, offset, scale, shift, C, G, corr, w, first, sub_block)
     flat = xp.reshape(G, (n, B * l))
     rows, ss = [], 0.0
     for start, stop in sub_blocks(mi, n, sub_block):
-        xp, x, _ = _sub(blocks, 0, start, stop, scale)
+        xp, x, _, _ = _sub(blocks, 0, start, stop, scale, rule, fill)
         if shift is not None:
             x -= shift
         Z = xp.reshape(x @ flat, (stop - start, B, l))
