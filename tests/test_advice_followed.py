@@ -167,7 +167,10 @@ climate/fields.py
                       drop, ``method='compressed'``, ``da.astype('float32')``
                       T mca_compressed_options_for_exact_advice, mca_krylov_false_advice_..,
                       mca_dtype_advice_converts_the_data
-  NO_MISSING          -> ``da.interpolate_na(dim)``   T mca_gaps_advice_interpolates
+  prepare_field *     NaN at some samples / inf (mca, extended_eof) -> the core's NAN_ADVICE,
+                      INFINITE_ADVICE: ``missing='mean'``, ``da.interpolate_na(dim)``,
+                      ``da.where(np.isfinite(da))`` (was NO_MISSING: "take no `missing=`")
+                      T mca_gaps_advice_interpolates, mca_and_extended_gaps_advice_takes_the_means
 climate/mca.py 252, 264   samples differ -> ``xr.align(..., exclude=...)``
                       C test_trust_mca.py::test_misaligned_fields_advice_aligns_the_samples_..
 climate/hilbert.py, analytic_field.py, extended.py
@@ -1325,6 +1328,41 @@ def test_mca_gaps_advice_interpolates(backend):
     filled = eval(_code(str(err.value), "interpolate_na"), {"da": gappy, "dim": "time"})
     res = xsvd.mca(_on(backend, filled), _on(backend, right), 3, seed=0)
     want = _mca_truth(filled.values, right.values, 3)
+    np.testing.assert_allclose(_host(backend, res.singular_values), want, rtol=1e-8)
+
+
+@pytest.mark.parametrize("given", ["NaN", "inf"])
+@pytest.mark.parametrize("analysis", ["mca", "extended_eof"])
+def test_mca_and_extended_gaps_advice_takes_the_means(backend, analysis, given):
+    """fields.py: NaN at some samples (or inf) in mca's left field or extended_eof's field;
+    the advised `missing='mean'` (after `da.where(np.isfinite(da))` for inf) gives the
+    analysis of the field with each gap at its feature's mean (the analyses refused
+    missing= before)."""
+    left, right = _coupled()
+    bad = left.copy()
+    bad[5, 2] = np.nan if given == "NaN" else np.inf
+    bad[17, 4] = np.nan if given == "NaN" else -np.inf
+    if analysis == "mca":
+
+        def run(da, **kw):
+            return xsvd.mca(_on(backend, da), _on(backend, right), 3, seed=0, **kw)
+
+    else:
+
+        def run(da, **kw):
+            return xsvd.extended_eof(_on(backend, da), 3, embedding=2, seed=0, **kw)
+
+    error = xsvd.MissingValueError if given == "NaN" else xsvd.InfiniteValueError
+    with pytest.raises(error) as err:
+        run(bad)
+    message = str(err.value)
+    gappy = bad if given == "NaN" else eval(_code(message, "isfinite"), {"da": bad, "np": np})
+    res = run(gappy, **eval("dict(" + _code(message, "missing=") + ")"))
+    x = gappy.fillna(gappy.mean("time")).values
+    if analysis == "mca":
+        want = _mca_truth(x, right.values, 3)
+    else:  # embedding 2, tau 1: each lagged column centered on its window
+        want = _svals(_centered(np.hstack([x[:-1], x[1:]])), 3)
     np.testing.assert_allclose(_host(backend, res.singular_values), want, rtol=1e-8)
 
 
