@@ -179,7 +179,8 @@ climate/hilbert.py, analytic_field.py, extended.py
   hilbert 429, 442    compressed without k / k above the ocean features -> ``k=``, k <= n
                       T hilbert_compressed_without_k_advice_passes_k,
                       hilbert_k_above_the_ocean_features_advice;  hilbert 559 (tol) N*
-  analytic_field 291  gaps -> ``da.interpolate_na('time')`` / ``da.fillna(0)``
+  analytic_field 329 * gaps -> ``missing='mean'`` (was refused: no missing=) /
+                      ``da.interpolate_na('time')`` / ``da.fillna(0)``
                       T hilbert_gaps_advice_fills_them
   extended 136        embedding too long -> fewer lags
                       T extended_eof_embedding_too_long_advice_uses_fewer_lags
@@ -1435,18 +1436,24 @@ def test_hilbert_k_above_the_ocean_features_advice(backend):
     )
 
 
-@pytest.mark.parametrize("follow", ["interpolate_na", "fillna"])
+@pytest.mark.parametrize("follow", ["missing=", "interpolate_na", "fillna"])
 def test_hilbert_gaps_advice_fills_them(backend, follow):
-    """analytic_field.py: NaN at some samples; `da.interpolate_na('time')`, or
-    `da.fillna(0)` on anomalies, gives the Hilbert EOFs of the filled field."""
+    """analytic_field.py: NaN at some samples; `missing='mean'` (each gap its feature's
+    mean), `da.interpolate_na('time')`, or `da.fillna(0)` on anomalies, gives the Hilbert
+    EOFs of the filled field."""
     left, _ = _coupled()
     anomalies = left - left.mean("time")
     gappy = anomalies.copy()
     gappy[5, 2] = np.nan
     with pytest.raises(xsvd.MissingValueError) as err:
         xsvd.hilbert_eof(_on(backend, gappy), 3, padding="none")
-    filled = eval(_code(str(err.value), follow), {"da": gappy})
-    res = xsvd.hilbert_eof(_on(backend, filled), 3, padding="none", method="exact")
+    if follow == "missing=":
+        option = eval("dict(" + _code(str(err.value), follow) + ")")
+        filled = gappy.fillna(gappy.mean("time"))
+        res = xsvd.hilbert_eof(_on(backend, gappy), 3, padding="none", method="exact", **option)
+    else:
+        filled = eval(_code(str(err.value), follow), {"da": gappy})
+        res = xsvd.hilbert_eof(_on(backend, filled), 3, padding="none", method="exact")
     np.testing.assert_allclose(
         _host(backend, res.singular_values), _hilbert_truth(filled.values, 3), rtol=1e-8
     )

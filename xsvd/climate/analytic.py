@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import backend
+from ..core.randomized.stripe import fill_missing
 
 __all__ = [
     "analytic_signal",
@@ -172,26 +173,41 @@ def analytic_signal(x, *, padding: str = "exp", decay_factor: float = 0.2):
 STATS = ("nans", "infs", "amax", "mean", "std", "energy", "unit")
 
 
-def column_stats(x, *, center: bool, padding: str, decay_factor: float):
+def column_stats(x, *, center: bool, padding: str, decay_factor: float, rule=None):
     """Per column of a block (every sample), one (7 x columns) float64 array whose rows
     are :data:`STATS`: the counts of NaN and of infinite values, the largest finite
     magnitude ``amax``, mean and standard deviation (``ddof=0``) of the finite values,
     and ``||p||^2 + ||H p||^2`` of ``p = (x - mean) u`` (``x u`` without ``center``),
     ``u`` (``unit``) a power of two that brings ``amax`` near 1: no square overflows or
-    underflows at any magnitude. Non-finite values count as 0 in the last three."""
+    underflows at any magnitude. Non-finite values count as 0 in the last three.
+
+    ``rule``: a :class:`xsvd.core.missing.MissingRule` that fills (``missing="mean"``):
+    the first row counts the values it calls missing (NaN; negative values too where it
+    says so), ``amax``, the mean and the standard deviation are those of the present
+    values (over their number, as :func:`xsvd.labeled.preprocess.standardized_weights`),
+    and the energy is that of the series with each missing value standing for the mean:
+    the block holds every sample, so the mean is known before the transform.
+    """
     xp = backend.api(x)
     x = backend.astype(x, np.float64, copy=False)
+    fills = rule is not None and rule.fills
     finite = xp.isfinite(x)
-    nans = xp.sum(xp.astype(xp.isnan(x), xp.float64), axis=0)
+    missing = rule.mask(xp, x) if fills else xp.isnan(x)
+    nans = xp.sum(xp.astype(missing, xp.float64), axis=0)
     infs = xp.sum(xp.astype(xp.isinf(x), xp.float64), axis=0)
-    x = xp.where(finite, x, 0.0)
+    x = xp.where(finite & ~missing if fills else finite, x, 0.0)
     amax = xp.max(xp.abs(x), axis=0)
     e = xp.clip(xp.floor(xp.log2(xp.where(amax > 0, amax, 1.0))), -1000.0, 1000.0)
     unit = xp.pow(2.0, -e)
     x = x * unit
-    mean = xp.sum(x, axis=0) / max(x.shape[0], 1)
+    count = xp.clip(x.shape[0] - nans, 1.0) if fills else max(x.shape[0], 1)
+    mean = xp.sum(x, axis=0) / count
+    if fills:  # each missing value stands for its column's mean: no deviation there
+        x = xp.where(missing, mean, x)
+        std = xp.sqrt(xp.sum((x - mean) ** 2, axis=0) / count)
+    else:
+        std = xp.sqrt(xp.mean((x - mean) ** 2, axis=0))
     p = x - mean if center else x
-    std = xp.sqrt(xp.mean((x - mean) ** 2, axis=0))
     energy = xp.sum(p * p, axis=0)
     N = p.shape[0]
     if padding == "none":  # Parseval: H keeps the power of every frequency but 0 and N/2
@@ -207,7 +223,7 @@ def column_stats(x, *, center: bool, padding: str, decay_factor: float):
     return xp.stack([nans, infs, amax, mean / unit, std / unit, energy, unit], axis=0)
 
 
-def block_products(x, mean, scale, U=None, W=None):
+def block_products(x, mean, scale, U=None, W=None, *, rule=None, fill=None):
     """One block's share of the products of ``P = (x - 1 mean^T) diag(scale)``.
 
     ``x``: complete columns (samples x b, any float dtype; the block's rows of
@@ -216,10 +232,15 @@ def block_products(x, mean, scale, U=None, W=None):
     ``P^T U`` (b x c); ``W`` (b x c) gives the block's share of ``P W``
     (samples x c); ``W="fused"`` takes ``P^T U`` just computed (one read of the
     block for ``P P^T U``). Either may be None. Arrays of the block's namespace;
-    ``P`` is never formed (rank-one and diagonal corrections).
+    ``P`` is never formed (rank-one and diagonal corrections). ``fill`` (b,): the
+    values that stand for those ``rule`` calls missing (``missing="mean"``: the
+    features' means), put in as the block is read (a copy of the block only where
+    something is missing).
     """
     xp = backend.api(x)
     x = backend.astype(x, np.float64, copy=False)
+    if fill is not None:
+        x, _ = fill_missing(xp, x, rule, fill, count=False)
     rows = share = None
     if U is not None:
         rows = (x.T @ U - mean[:, None] * xp.sum(U, axis=0)) * scale[:, None]

@@ -30,7 +30,9 @@ import numpy as np
 
 from ..core import backend
 from ..core.blas import SingleThreadedBlas
-from ..core.missing import MissingValueError, check_infinite
+from ..core.missing import MissingRule, MissingValueError, check_infinite
+from ..core.randomized.stripe import fill_missing
+from ..labeled.preprocess import constant_tolerance
 from . import analytic
 
 __all__ = ["AnalyticField", "prepare", "BLOCK_VALUES", "STRIPE_VALUES"]
@@ -64,7 +66,10 @@ class AnalyticField:
     features not NaN at every sample; ``mean``, ``std`` (host, every feature;
     NaN where NaN at every sample), ``scale`` (host, every feature: weights
     over standard deviations); ``exponent``: the products are those of
-    ``2**exponent R``; ``total``: ``||2**exponent Z||_F^2``.
+    ``2**exponent R``; ``total``: ``||2**exponent Z||_F^2``. ``fill`` (host, kept
+    features, or None where nothing is to be filled): with ``missing="mean"``, the
+    values (the features' means) that stand for those ``rule`` calls missing, put in
+    as each block is read.
     """
 
     data: Any
@@ -76,17 +81,22 @@ class AnalyticField:
     transform: dict
     exponent: int
     total: float
+    rule: Any = None
+    fill: np.ndarray | None = None
     mu_kept: Any = None
     d_kept: Any = None
+    fill_kept: Any = None
     _cached: tuple | None = field(default=None, repr=False)
 
     def __post_init__(self):
         mu = self.mean[self.kept] if self.center else np.zeros(self.kept.size)
         d = np.ldexp(self.scale[self.kept], self.exponent)
-        self.mu_kept, self.d_kept = mu, d
+        self.mu_kept, self.d_kept, self.fill_kept = mu, d, self.fill
         if not backend.is_dask(self.data):
             self.mu_kept = backend.on_backend_of(mu, self.data)
             self.d_kept = backend.on_backend_of(d, self.data)
+            if self.fill is not None:
+                self.fill_kept = backend.on_backend_of(self.fill, self.data)
 
     # ------------------------------------------------------------ shape
     @property
@@ -177,8 +187,9 @@ class AnalyticField:
             s, e = block
             wb = "fused" if fuse else (None if W is None else W[s:e, :])
             return analytic.block_products(
-                self.columns(s, e), self.mu_kept[s:e], self.d_kept[s:e], U, wb
-            )
+                self.columns(s, e), self.mu_kept[s:e], self.d_kept[s:e], U, wb,
+                **self.filling(s, e),
+            )  # fmt: skip
 
         blocks = self.blocks()
         threads = min(len(blocks), PRODUCT_THREADS) if backend.is_numpy(self.data) else 1
@@ -192,6 +203,13 @@ class AnalyticField:
         rows = backend.to_numpy(xp.concat(parts, axis=0)) if parts else None
         return rows, (backend.to_numpy(sum(shares[1:], shares[0])) if shares else None)
 
+    def filling(self, s: int, e: int) -> dict:
+        """:func:`.analytic.block_products`' ``rule`` and ``fill`` for kept features ``s``
+        to ``e`` (nothing where nothing is to be filled)."""
+        if self.fill_kept is None:
+            return {}
+        return {"rule": self.rule, "fill": self.fill_kept[s:e]}
+
     # ------------------------------------------------------------ exact
     def formed(self):
         """``2**exponent Z`` (m x n complex128) in the data's memory (NumPy for Dask
@@ -204,9 +222,13 @@ class AnalyticField:
         for s, e, x in _series(self):
             mu = backend.on_backend_of(backend.to_numpy(self.mu_kept[s:e]), x)
             d = backend.on_backend_of(backend.to_numpy(self.d_kept[s:e]), x)
+            fill = None if self.fill is None else backend.on_backend_of(self.fill[s:e], x)
             for j in range(0, e - s, analytic.FFT_COLUMNS if backend.is_numpy(x) else e - s):
                 k = min(e - s, j + analytic.FFT_COLUMNS) if backend.is_numpy(x) else e - s
-                p = (backend.astype(x[:, j:k], np.float64, copy=False) - mu[j:k]) * d[j:k]
+                p = backend.astype(x[:, j:k], np.float64, copy=False)
+                if fill is not None:
+                    p, _ = fill_missing(xp, p, self.rule, fill[j:k], count=False)
+                p = (p - mu[j:k]) * d[j:k]
                 z = xp.astype(analytic.hilbert_transform(p, **self.transform), xp.complex128)
                 Z[:, s + j : s + k] = backend.to_numpy(z * 1j + p) if dask else z * 1j + p
         return Z
@@ -281,31 +303,45 @@ def prepare(
     padding: str,
     decay_factor: float,
     locate: Callable,
+    rule: MissingRule | None = None,
 ) -> AnalyticField:
     """The :class:`AnalyticField` of the matrix ``a`` (samples x features) with feature
-    weights ``w`` (host vector or None), from one read of the data."""
+    weights ``w`` (host vector or None), from one read of the data.
+
+    ``rule`` (:func:`xsvd.core.missing.missing_rule`): where it fills
+    (``missing="mean"``), a value it calls missing in a feature present at some
+    samples stands for that feature's mean over them, as in :func:`xsvd.svd`: the
+    statistics read fills each block before its transform (every block holds whole
+    series, so the nan-aware mean is known there: no further read), the products put
+    the means in as they read each block; no filled copy of the data is made. The
+    standard deviation (``standardize=True``) is that of the present values, the
+    main svd's (:func:`xsvd.labeled.preprocess.standardized_weights`).
+    """
     m, n = a.shape
     transform = {"padding": padding, "decay_factor": decay_factor}
-    stats = dict(zip(analytic.STATS, _stats(a, center, transform), strict=True))
+    fills = rule is not None and rule.fills
+    stats = _stats(a, center, transform, rule if fills else None)
+    stats = dict(zip(analytic.STATS, stats, strict=True))
     check_infinite(stats["infs"] > 0, locate=locate)
     nans = stats["nans"]
     partial = (nans > 0) & (nans < m)
-    if partial.any():
+    if partial.any() and not fills:
         raise MissingValueError(
             "The Hilbert transform needs every feature complete along the sample dimension: "
             f"{int(partial.sum())} feature(s) are NaN at some samples but not all: "
             f"{locate(np.flatnonzero(partial))} (the FFT would spread each gap over the "
-            "whole series). Fill them first, e.g. `da.interpolate_na('time')` or "
-            "`da.fillna(0)` on anomalies; features NaN at every sample (land) are fine."
+            "whole series). Pass `missing='mean'`, which stands each gap for its feature's "
+            "mean over the samples before the transform (no filled copy is made), or fill "
+            "them first, e.g. `da.interpolate_na('time')` or `da.fillna(0)` on anomalies; "
+            "features NaN at every sample (land) are fine."
         )
-    kept = np.flatnonzero(nans == 0)
+    land = nans >= m
+    kept = np.flatnonzero(~land)
     if kept.size == 0:
         raise ValueError("The data are NaN everywhere: no feature to decompose.")
     amax = stats["amax"]
-    dtype = backend.numpy_dtype(a.dtype)
-    dtype = dtype if np.issubdtype(dtype, np.floating) else np.dtype(np.float64)
-    eps = max(4 * float(np.finfo(dtype).eps), m * float(np.finfo(np.float64).eps))
-    std = np.where(nans > 0, np.nan, np.where(stats["std"] <= eps * amax, 0.0, stats["std"]))
+    eps = constant_tolerance(a.dtype, m - nans)  # over the present values
+    std = np.where(land, np.nan, np.where(stats["std"] <= eps * amax, 0.0, stats["std"]))
     scale = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
     if standardize:  # constant features (docs/input-rules.md) and land get 0
         scale = np.where(std > 0, scale / np.where(std > 0, std, 1.0), 0.0)
@@ -313,8 +349,9 @@ def prepare(
     with np.errstate(over="ignore", under="ignore"):
         d = np.ldexp(scale[kept], exponent) / stats["unit"][kept]  # the energies' units
         total = float(np.sum(stats["energy"][kept] * d * d))
-    mean = np.where(nans > 0, np.nan, stats["mean"])
-    return AnalyticField(a, kept, mean, std, scale, center, transform, exponent, total)
+    mean = np.where(land, np.nan, stats["mean"])
+    fill = mean[kept] if fills and partial.any() else None
+    return AnalyticField(a, kept, mean, std, scale, center, transform, exponent, total, rule, fill)
 
 
 def _exponent(amax: np.ndarray, scale: np.ndarray) -> int:
@@ -328,9 +365,10 @@ def _exponent(amax: np.ndarray, scale: np.ndarray) -> int:
     return 0 if low <= top <= high else -(int(np.floor(top)) + 1)
 
 
-def _stats(a, center: bool, transform: dict) -> np.ndarray:
-    """:func:`.analytic.column_stats` of every feature (host, 7 x n), one read."""
-    kw = dict(center=center, **transform)
+def _stats(a, center: bool, transform: dict, rule=None) -> np.ndarray:
+    """:func:`.analytic.column_stats` of every feature (host, 7 x n), one read (each block
+    whole series: ``rule`` fills them there)."""
+    kw = dict(center=center, rule=rule, **transform)
     if not backend.is_dask(a):
         out = _block_stats(a, kw, FFT_THREADS)
     elif len(a.chunks[0]) == 1:  # every sample in each chunk
@@ -400,13 +438,15 @@ def _chunk_plan(f: AnalyticField) -> list[tuple[int, np.ndarray, int, int]]:
     return plan
 
 
-def _chunk_products(x, local, mu, d, U, W):
+def _chunk_products(x, local, mu, d, U, W, filling):
     """One chunk's :func:`.analytic.block_products` (its kept columns), on the host."""
     x = _take(x, local)
     mu, d = backend.on_backend_of(mu, x), backend.on_backend_of(d, x)
     U = None if U is None else backend.on_backend_of(U, x)
     W = W if W is None or isinstance(W, str) else backend.on_backend_of(W, x)
-    rows, share = analytic.block_products(x, mu, d, U, W)
+    if filling:
+        filling = {"rule": filling["rule"], "fill": backend.on_backend_of(filling["fill"], x)}
+    rows, share = analytic.block_products(x, mu, d, U, W, **filling)
     return tuple(None if r is None else backend.to_numpy(r) for r in (rows, share))
 
 
@@ -425,7 +465,7 @@ def _dask_products(f: AnalyticField, U, W, fuse: bool):
         row_shares = []
         for j, local, s, e in plan:
             w = "fused" if fuse else (None if W is None else W[s:e])
-            r, g = call(blocks[i, j], local, f.mu_kept[s:e], f.d_kept[s:e], Ui, w)
+            r, g = call(blocks[i, j], local, f.mu_kept[s:e], f.d_kept[s:e], Ui, w, f.filling(s, e))
             rows[j].append(r)
             row_shares.append(g)
         shares.append(_tree_sum(row_shares))

@@ -20,34 +20,24 @@ Dask and devices alike:
 - ``method="compressed"``: xsvd's matrix-free block Krylov solver
   (:func:`xsvd.core.randomized.operator.operator_svd`, with its error
   estimates and stopping) on the real form ``R = [[P, -Q], [Q, P]]``
-  (``2m x 2n``), never formed: with ``Q = H P`` (``H`` the transform along
-  the samples, a linear map), ``R^T [T1; T2] = P^T [T1 + H^T T2, T2 - H^T
-  T1]`` and ``R [W1; W2] = [C1 - H C2; H C1 + C2]``, ``[C1, C2] = P [W1,
-  W2]``: the transform acts on the solver's small blocks, the data are
-  multiplied as they are, nothing of their size is kept. The solver's blocks
-  are real forms of complex blocks (``complex_form``: a ``J``-invariant start,
-  kept so exactly), so each product is that of ``Z`` or ``Z^H`` with a complex
-  block of ``k + 1 + n_oversamples / 2`` columns, ``2(k + 1) + n_oversamples``
-  real columns of the data, half what a real block of the same width costs:
-  in effect complex block Krylov on ``Z``. Every singular
-  value of ``Z`` appears twice in ``R``, with vectors ``[Re u; Im u]`` and
-  ``[-Im u; Re u]``; the complex-linear part of the rank-``2k`` result,
-  ``(1/2) U_c diag(S) V_c^H`` with ``U_c = U_top + i U_bottom`` (the same
-  for ``V``), is ``Z``'s rank-``k`` SVD, which a small complex SVD
-  (:func:`pairs_to_complex`) extracts (no pairing of columns). The error
-  estimates of each complex triplet are its pair's (:func:`complex_errors`).
+  (``Q = H P``, ``H`` the transform along the samples), never formed: ``H``
+  acts on the solver's small blocks (:mod:`.analytic`), the data are
+  multiplied as they are. The blocks are real forms of complex ones
+  (``complex_form``), so each product is that of ``Z`` or ``Z^H`` with
+  ``k + 1 + n_oversamples / 2`` complex columns: complex block Krylov on
+  ``Z``. Each singular value of ``Z`` appears twice in ``R``: the rank-``2k``
+  result's complex-linear part gives ``Z``'s rank-``k`` SVD
+  (:func:`pairs_to_complex`), each pair its triplet's errors (:func:`complex_errors`).
 
 The phase convention
 --------------------
 A complex singular pair is defined up to a factor ``exp(i theta)`` on ``u``
-and ``v`` together. xsvd fixes it: in each component the entry of ``V``
-with the largest magnitude is real and positive (the first such entry where
-several tie). The same rule on every backend, for every solver.
+and ``v`` together. xsvd fixes it: in each component the entry of ``V`` with
+the largest magnitude (the first where several tie) is real and positive.
 
-Where the results live: NumPy and device (CuPy, or any array-API library)
-data give results in the same memory (the transform is the standard's
-``fft`` extension, the solver's small matrices cross to the host); Dask data
-give computed NumPy results.
+Results live where NumPy and device (CuPy, any array-API library) data are
+(the transform is the standard's ``fft``; the solver's small matrices cross
+to the host); Dask data give computed NumPy results.
 """
 
 from __future__ import annotations
@@ -61,11 +51,12 @@ import xarray as xr
 
 from ..core import backend
 from ..core.blas import one_blas_thread, small_blas, small_step
+from ..core.missing import missing_rule
 from ..core.options import CompressedOptions, check_flag, split_options, takes_options
 from ..core.randomized.magnitude import times_power_of_two
 from ..core.randomized.operator import operator_svd
 from ..core.randomized.small import ANGLE_ROUNDING, MAX_PASSES, ROUNDING
-from ..labeled.api import choose_method, labeled_matrix
+from ..labeled.api import Reading, choose_method, labeled_matrix
 from ..labeled.base import Result, errors_part, ratio
 from ..labeled.layout import COMPONENT, Layout
 from ..labeled.units import describe as describe_units
@@ -288,7 +279,7 @@ class HilbertResult(Result):
         return quantify(out, self.unit_of("data"))  # in the data's units, as every result
 
 
-@takes_options(CompressedOptions)
+@takes_options(CompressedOptions, Reading)
 def hilbert_eof(
     da: xr.DataArray,
     k: int | None = None,
@@ -300,7 +291,7 @@ def hilbert_eof(
     padding: Literal["exp", "none"] = "exp",
     decay_factor: float = 0.2,
     method: Literal["auto", "exact", "compressed"] = "auto",
-    **compressed_options,
+    **options,
 ) -> HilbertResult:
     """Hilbert (complex) EOF analysis: propagating patterns with amplitude and phase.
 
@@ -342,6 +333,11 @@ def hilbert_eof(
         values to ~1e-15, patterns to ~1e-9) pass ``tol=1e-7`` and a
         ``max_passes`` of 15 or more: the defaults stop at about 1e-10 and
         1e-5 on slowly converging fields (:file:`benchmarks/results/hilbert.md`).
+    missing, negative_missing, device
+        As :func:`xsvd.svd`'s: ``missing="mean"`` stands each gap (NaN at some
+        samples of a feature) for its feature's mean over the samples where it
+        is present, before the transform, as ``da.fillna(da.mean(dim))`` would
+        (no filled copy is made); ``device=`` moves the data there first.
 
     Returns
     -------
@@ -362,9 +358,10 @@ def hilbert_eof(
     angle ``theta_j`` per component (LAPACK's arbitrary phase), so its
     phases are xsvd's plus ``theta_j`` (mod 2 pi).
 
-    Partly missing features (NaN at some samples) are an error: the FFT
-    would spread each gap over the whole series. Features NaN at every
-    sample stay NaN in ``V``.
+    Gaps are an error with ``missing="error"``: the FFT would spread each
+    over the whole series. ``missing="mean"`` with ``standardize=True``: the
+    standard deviation of the present values (:func:`xsvd.svd`'s). Features
+    NaN at every sample stay NaN in ``V``.
 
     Infinite values are an error naming the features
     (:class:`xsvd.InfiniteValueError`). Data of any magnitude (1e-300 to
@@ -420,8 +417,9 @@ def hilbert_eof(
         raise ValueError(f"decay_factor must be > 0, got {decay_factor!r}.")
     check_flag("center", center)
     check_flag("standardize", standardize)
-    (options,) = split_options(compressed_options, (CompressedOptions,), "hilbert_eof")
-    layout, da, a, w, units = labeled_matrix(da, dims, weights)
+    options, reading = split_options(options, (CompressedOptions, Reading), "hilbert_eof")
+    layout, da, a, w, units = labeled_matrix(da, dims, weights, reading.device)
+    rule = missing_rule(a.dtype, reading.missing, reading.negative_missing)
     m, n = a.shape
     if method == "auto":
         method = choose_method(m, n, k)
@@ -447,6 +445,7 @@ def hilbert_eof(
         padding=padding,
         decay_factor=decay_factor,
         locate=layout.feature_locator(),
+        rule=rule,
     )
     if k is not None and k > min(f.shape):
         raise ValueError(
@@ -454,6 +453,7 @@ def hilbert_eof(
             f"sample: pass k <= {min(f.shape)}."
         )
     settings = dict(k=k, center=center, standardize=standardize, padding=padding)
+    settings["missing"] = reading.missing
     if padding == "exp":
         settings["decay_factor"] = decay_factor
     if method == "exact":
