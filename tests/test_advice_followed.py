@@ -193,7 +193,11 @@ climate/bootstrap.py, resampling.py
   resampling NAN_ADVICE  -> ``da.interpolate_na(dim)``   T bootstrap_gaps_advice;
                       -> ``da.where(da.notnull().all(dim))`` (was ``da.dropna(dim,
                       how='any')``: dropped every sample where land is NaN)
-                      T bootstrap_gaps_advice[notnull]
+                      T bootstrap_gaps_advice[notnull];  -> ``missing='mean'`` * (was not
+                      offered: the bootstrap took no missing=)   T bootstrap_gaps_advice[missing]
+  resampling checked * inf -> core's INFINITE_ADVICE, ``da.where(np.isfinite(da))`` +
+                      missing='mean' (was "Replace or drop those features": no call)
+                      T bootstrap_infinite_values_advice_makes_them_nan_then_means
 genomics/ (scaling.py is another session's: C test_trust_genomics_round3.py, dim= and
 founders=False)
   projection 272, 277, 283   uncentered / another sample dim / another variant dim ->
@@ -1550,18 +1554,27 @@ def test_bootstrap_reconstruct_advice_uses_xsvd_svd():
     np.testing.assert_allclose(rebuilt.values - x.mean(0), _rank(_centered(x), 3), atol=1e-10)
 
 
-@pytest.mark.parametrize("follow", ["interpolate_na", "notnull"])
+@pytest.mark.parametrize("follow", ["interpolate_na", "notnull", "missing"])
 def test_bootstrap_gaps_advice(follow):
     """resampling.py: NaN at some samples, land NaN everywhere; `da.interpolate_na(dim)`
     gives the filled field's bootstrap, `da.where(da.notnull().all(dim))` that of the
     complete features (it advised `da.dropna(dim, how='any')`, which drops every sample
-    where land is NaN: an empty field)."""
+    where land is NaN: an empty field), `missing='mean'` that of the gaps at their
+    feature's mean (not offered before: the bootstrap took no missing=)."""
     field = _boot_field()
     field[:, 6] = np.nan  # land
     gappy = field.copy()
     gappy[5, 2] = np.nan
     with pytest.raises(xsvd.MissingValueError) as err:
         xsvd.bootstrap(gappy, 3, 6, seed=0)
+    if follow == "missing":
+        option = eval("dict(" + _code(str(err.value), "missing=") + ")")
+        res = xsvd.bootstrap(gappy, 3, 6, seed=0, **option)
+        x = _matrix(gappy)
+        x = x[:, ~np.isnan(x).all(axis=0)]
+        x = np.where(np.isnan(x), np.nanmean(x, axis=0), x)
+        np.testing.assert_allclose(res.S, _svals(_centered(x), 3), rtol=1e-8)
+        return
     fixed = eval(_code(str(err.value), follow), {"da": gappy, "dim": "time"})
     res = xsvd.bootstrap(fixed, 3, 6, seed=0)
     x = fixed.values
@@ -1569,6 +1582,24 @@ def test_bootstrap_gaps_advice(follow):
     if follow == "notnull":
         assert x.shape[1] == gappy.shape[1] - 2  # land and the gappy feature left out
     np.testing.assert_allclose(res.S, _svals(_centered(x), 3), rtol=1e-8)
+
+
+def test_bootstrap_infinite_values_advice_makes_them_nan_then_means(backend):
+    """resampling.py: inf in the data; `da.where(np.isfinite(da))` then `missing='mean'`
+    (it said "Replace or drop those features", naming no call)."""
+    field = _boot_field()
+    bad = field.copy()
+    bad[3, 1] = np.inf
+    bad[9, 0] = -np.inf
+    with pytest.raises(xsvd.InfiniteValueError) as err:
+        xsvd.bootstrap(_on(backend, bad), 3, 6, seed=0)
+    message = str(err.value)
+    replaced = eval(_code(message, "isfinite"), {"da": bad, "np": np})
+    option = eval("dict(" + _code(message, "missing=") + ")")
+    res = xsvd.bootstrap(_on(backend, replaced), 3, 6, seed=0, **option)
+    x = _matrix(replaced)
+    x = np.where(np.isnan(x), np.nanmean(x, axis=0), x)
+    np.testing.assert_allclose(_host(backend, res.S), _svals(_centered(x), 3), rtol=1e-8)
 
 
 # ------------------------------------------------------------------------- genomics/
