@@ -258,6 +258,26 @@ def test_extended_eof_integer_codes_and_error_advice():
     assert "missing='mean'" in str(err.value)
 
 
+def test_uncentered_analyses_fill_at_the_means_too(backend):
+    """center=False: the gaps still stand for their features' means (not 0), as the filled
+    fields' values; the uncentered warning is the filled fields' too."""
+    left, right = _matrices()
+    gl, gr = _labeled(left, "p", backend), _labeled(right, "q", backend)
+    fl, fr = _filled(_labeled(left, "p")), _filled(_labeled(right, "q"))
+    with pytest.warns(UserWarning, match="center=False") as said:
+        got = xsvd.mca(gl, gr, K, center=False, missing="mean", seed=0)
+    with pytest.warns(UserWarning, match="center=False") as ref:
+        want = xsvd.mca(fl, fr, K, center=False, seed=0)
+    assert str(said[0].message) == str(ref[0].message)
+    _compare_mca(got, want, _memory(backend))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        got = xsvd.extended_eof(gl, K, embedding=3, center=False, missing="mean", seed=0)
+        want = xsvd.extended_eof(fl, K, embedding=3, center=False, seed=0)
+    for name in ("S", "patterns", "explained_variance_ratio"):
+        _same(getattr(got, name), getattr(want, name), _memory(backend))
+
+
 # ------------------------------------------------------------------ device= and signatures
 
 
