@@ -1,4 +1,4 @@
-"""MCA's fused two-sided loop against the one block-Krylov loop (issue 29), same run.
+"""MCA's fused pass against two products a pass, both on the one block-Krylov loop (issue 29).
 
     .venv/bin/python benchmarks/solver_fused.py                  # eofs example + lazy Dask pair
     .venv/bin/python benchmarks/solver_fused.py --shape 2000x45x90 --repeat 3
@@ -6,13 +6,13 @@
 ``xsvd.mca`` decomposes the cross-covariance ``C = Bl^T Br / (n - 1)`` with
 :func:`~xsvd.core.randomized.operator.fused_operator_svd`: one call reads a
 block of samples of both fields and gives ``C W`` and ``C^T T`` together
-(two-sided block Lanczos). On the one loop of the compressed SVD
-(:func:`~xsvd.core.randomized.operator.operator_svd`) a pass is ``Y = C W``
-then ``C^T Y``: two reads of each field. Both at their defaults (stop when
-converged, at most 8 passes), timed (fastest of ``--repeat``), reads of each
-field counted, the largest relative error of the ``k`` singular values against
-the exact SVD of the formed ``C``. The machine may be shared: compare the two
-rows of one table (ratios), not runs.
+(two-sided block Lanczos, a side of :func:`~xsvd.core.randomized.solver.solve`).
+With :func:`~xsvd.core.randomized.operator.operator_svd` (the same loop) a pass
+is ``Y = C W`` then ``C^T Y``: two reads of each field. Both at their defaults
+(stop when converged, at most 8 passes), timed (fastest of ``--repeat``), reads
+of each field counted, the largest relative error of the ``k`` singular values
+against a tight run. The machine may be shared: compare the two rows of one
+table (ratios), not runs.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def compare(label, left, right, k, repeat):
     shape = (fl.shape[1], fr.shape[1])
     runs = {
         "fused (one read a pass)": lambda: fused_operator_svd(both, shape, k, seed=0),
-        "one loop (two reads a pass)": lambda: operator_svd(matmat, rmatmat, shape, k, seed=0),
+        "two products (two reads a pass)": lambda: operator_svd(matmat, rmatmat, shape, k, seed=0),
     }
     ref = fused_operator_svd(both, shape, k, seed=1, tol=1e-12, max_passes=16).S
     print(f"\n{label}: C is {shape[0]} x {shape[1]}, n={n}, k={k}")

@@ -1,21 +1,15 @@
 """Matrix-free compressed SVD: a linear operator given only by its products.
 
 ``A`` (m x n) is known through ``matmat(W) -> A @ W`` and ``rmatmat(T) -> A.T @ T``,
-which may read data (the caller decides what one call reads). :func:`operator_svd`
-runs on the loop of the compressed SVD (:func:`.solver.solve`), the operator one
-stripe of the data (:class:`OperatorSide`): a pass is ``Y = A W``, ``Z = A^T Y``,
-and the stopping rule, Krylov room, error estimates, final factors and signs are
-the compressed SVD's. The basis is on the shorter side (``A`` is worked on
-transposed when ``m < n``). Used by the extended and Hilbert EOF.
-
-:func:`fused_operator_svd` is for operators whose products ``A W`` and ``A^T T``
-cost one read of the data together (:func:`xsvd.mca`: ``A`` the cross-covariance
-of two fields): one pass is one call ``both(W, T)``, block Lanczos on ``[[0, A],
-[A^T, 0]]`` with a left and a right basis, no product after the last pass. On
-the one loop a pass reads each field twice, and per read the fused pass adds
-twice the Krylov columns (far more accurate on slowly decaying spectra), so it
-keeps its own loop and shares the options, room, stopping rule, estimates and
-signs (``benchmarks/solver_fused.py`` compares the two).
+which may read data (the caller decides what one call reads). Both solvers run on
+the loop of the compressed SVD (:func:`.solver.solve`), the operator one stripe of
+the data, with its stopping rule, error estimates and signs. :func:`operator_svd`
+(extended and Hilbert EOF; :class:`OperatorSide`): a pass is ``Y = A W``, ``Z = A^T
+Y``, the basis on the shorter side. :func:`fused_operator_svd` (:func:`xsvd.mca`;
+:class:`FusedSide`), for operators whose ``A W`` and ``A^T T`` cost one read
+together: a pass is one call ``both(W, T)``, block Lanczos on ``[[0, A], [A^T, 0]]``
+with a left and a right basis, twice the Krylov columns per read
+(``benchmarks/solver_fused.py`` compares the two).
 
 References
 ----------
@@ -32,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import backend
-from ..blas import small_blas, small_step
+from ..blas import small_step
 from ..common import fix_signs
 from ..config import OPTIONS
 from ..missing import MissingRule
@@ -41,9 +35,7 @@ from .executors import Eager
 from .plan import SAMPLES, Problem
 from .small import (
     FIXED,
-    MAX_PASSES,
     ROUNDING,
-    SPACE_FULL,
     estimates_are_bounds,
     hstack,
     krylov_room,
@@ -51,7 +43,6 @@ from .small import (
     orth,
     orth_against,
     ritz_errors,
-    stop_reason,
     unknown_errors,
     warn_rank,
 )
@@ -162,13 +153,19 @@ def operator_svd(
     m, n, opts = _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes, seed)
     if watched is not None and not 1 <= int(watched) <= k:
         raise ValueError(f"watched must be between 1 and k={k}, got {watched!r}.")
-    run = {"opts": opts, "dtype": dtype, "complex_form": bool(complex_form), "watched": watched}
-    if m < n:  # work on A^T: the basis on the shorter side
-        V, S, U, errors, counts = _run(rmatmat, matmat, (n, m), int(k), transposed=True, **run)
-    else:
-        U, S, V, errors, counts = _run(matmat, rmatmat, (m, n), int(k), transposed=False, **run)
-    U, V = fix_signs(U, V)  # xsvd's one sign rule
-    return OperatorSVD(U, S, V, errors, *counts)
+    names, transposed = ("matmat", "rmatmat"), m < n
+    if transposed:  # work on A^T: the basis (n x l) on the shorter side
+        matmat, rmatmat, m, n, names = rmatmat, matmat, n, m, names[::-1]
+    problem = _problem(m, n, int(k), min(int(k) + opts.n_oversamples, n), opts, dtype, watched)
+    kept = problem.most_iterations * m * problem.width * 8  # the sketches: float64
+    reread = problem.most_iterations > 1 and kept > OPTIONS["krylov_sketch_bytes"]
+    problem = replace(problem, reread=reread)
+    complex_form = complex_form and n % 2 == 0 and problem.width % 2 == 0
+    drawn = (n, problem.width // 2 if complex_form else problem.width)
+    omega = backend.standard_normal(np, opts.seed, drawn, np.float64)
+    omega = _j_invariant(omega) if complex_form else omega
+    side = OperatorSide(matmat, rmatmat, (m, n), names, complex_form=complex_form)
+    return _solved(problem, omega, side, transposed)
 
 
 def _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes, seed):
@@ -190,27 +187,24 @@ def _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes, seed):
     return m, n, given.resolved(lazy=False)
 
 
-def _run(
-    matmat,
-    rmatmat,
-    shape,
-    k: int,
-    *,
-    opts: CompressedOptions,
-    dtype,
-    transposed: bool,
-    complex_form: bool = False,
-    watched: int | None = None,
-):
-    """The passes on ``A`` (m x n, ``m >= n``), bases (n x l) on the thin side, by
-    :func:`.solver.solve`: ``(U, S, V, errors, (passes, reads, bounds))``."""
-    m, n = shape
-    names = ("rmatmat", "matmat") if transposed else ("matmat", "rmatmat")
-    problem = Problem(
+def _solved(problem: Problem, omega, side, transposed: bool = False) -> OperatorSVD:
+    """The operator ``side`` solved by :func:`.solver.solve`, one stripe (``problem.n_samples``
+    rows; ``transposed``: of ``A^T``)."""
+    ex = Eager(np.empty((problem.n_samples, 0)), 0)  # one stripe: the operator
+    U, V, S, errors, _, problem = solve(ex, problem, omega, make_side=lambda ex, problem: side)
+    U, V = fix_signs(*((V, U) if transposed else (U, V)))  # xsvd's one sign rule
+    q = problem.n_power_iter
+    bounds = estimates_are_bounds(True, problem.options.n_oversamples, q)
+    return OperatorSVD(U, S, V, np.asarray(errors), q + 1, problem.passes, bounds, problem.stopped)
+
+
+def _problem(m: int, n: int, k: int, width: int, opts, dtype, watched=None) -> Problem:
+    """The :class:`.plan.Problem` of an operator (m x n): nothing to center, weigh or fill."""
+    return Problem(
         n_samples=m,
         n_features=n,
         k=k,
-        width=min(k + opts.n_oversamples, n),
+        width=width,
         n_power_iter=opts.n_power_iter,
         dtype=np.dtype(dtype),
         options=opts,
@@ -222,24 +216,6 @@ def _run(
         sub_block=0,
         watched=watched,
     )
-    kept = problem.most_iterations * m * problem.width * 8  # the sketches: float64
-    reread = problem.most_iterations > 1 and kept > OPTIONS["krylov_sketch_bytes"]
-    problem = replace(problem, reread=reread)
-    omega_is_complex = complex_form and n % 2 == 0 and problem.width % 2 == 0
-    if omega_is_complex:
-        half = backend.standard_normal(np, opts.seed, (n, problem.width // 2), np.float64)
-        omega = _j_invariant(half)
-    else:
-        omega = backend.standard_normal(np, opts.seed, (n, problem.width), np.float64)
-
-    def side(ex, problem):
-        return OperatorSide(matmat, rmatmat, (m, n), names, complex_form=omega_is_complex)
-
-    ex = Eager(np.empty((m, 0)), 0)  # one stripe: the operator
-    U, V, S, errors, _, problem = solve(ex, problem, omega, make_side=side)
-    q = problem.n_power_iter
-    bounds = estimates_are_bounds(True, opts.n_oversamples, q)
-    return U, S, V, np.asarray(errors), (q + 1, problem.passes, bounds, problem.stopped)
 
 
 @small_step
@@ -326,7 +302,7 @@ def _single(Y, basis, k: int):
     """One fused pass: Rayleigh-Ritz on the start basis (``U`` from ``Y``), unknown errors."""
     u, S, vt = np.linalg.svd(Y, full_matrices=False)  # A (W vt^T) = u diag(S)
     U, S, V = u[:, :k], S[:k], basis @ vt[:k].T
-    return U, S, V, unknown_errors(np, k)
+    return U, V, S, unknown_errors(np, k)
 
 
 def _float64(x, shape, name: str):
@@ -396,48 +372,61 @@ def fused_operator_svd(
     """
     m, n, opts = _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes, seed)
     # each side's block has k + p columns (half of them fell below the true errors, decay 0.99)
-    k, width, most = int(k), int(k) + opts.n_oversamples, opts.most_passes
-    start = backend.standard_normal(np, seed, (m + n, width), np.float64)
-    lefts, rights = [orth(start[:m, : min(width, m)])], [orth(start[m:, : min(width, n)])]
-    images, co_images = [], []  # A V_j and A^T U_j, per pass
-    found, stopped = None, None  # the last pass's two-sided Ritz triplets, when computed
-    while True:
-        V_j, U_j = rights[-1], lefts[-1]
-        AV, AtU = both(V_j, U_j)
-        images.append(_float64(AV, (m, V_j.shape[1]), "both(W, T)[0]"))
-        co_images.append(_float64(AtU, (n, U_j.shape[1]), "both(W, T)[1]"))
-        room_l = krylov_room(m, min(m, n), width, sum(b.shape[1] for b in lefts))
-        room_r = krylov_room(n, min(m, n), width, sum(b.shape[1] for b in rights))
-        full = room_l == 0 and room_r == 0  # both bases span their spaces: exact
-        if len(images) >= most or full:
-            stopped = SPACE_FULL if full else MAX_PASSES if opts.converges else FIXED
-            break
-        with small_blas(lefts, rights, images, co_images):  # the pass's small steps
-            if opts.converges and len(images) >= 2:
-                found = _two_sided(lefts, rights, images, co_images, k, dtype)
-                # H's eigenvalues are the singular values themselves: floors of (s_1 / s_j)
-                at = opts.default_stop
-                stopped = stop_reason(found[3], found[1], opts.tol, at, dtype, power=1)
-                if stopped:
-                    break
-            found = None
-            lefts.append(_next_block(images[-1], lefts, room_l))
-            rights.append(_next_block(co_images[-1], rights, room_r))
-    passes = len(images)
-    if passes == 1 and not full:  # the Ritz pairs of A W_0: nothing bounds them
-        U, S, V, errors = _single(images[0], rights[0], k)
-    else:
-        found = found or _two_sided(lefts, rights, images, co_images, k, dtype)
-        U, S, V, errors = found
-    bounds = estimates_are_bounds(True, opts.n_oversamples, passes - 1)
-    U, V = fix_signs(U, V)
-    return OperatorSVD(U, S, V, np.asarray(errors), passes, passes, bounds, stopped)
+    problem = _problem(m, n, int(k), int(k) + opts.n_oversamples, opts, dtype)
+    omega = backend.standard_normal(np, opts.seed, (m + n, problem.width), np.float64)
+    return _solved(problem, omega, FusedSide(both, (m, n), problem.width))
 
 
-def _next_block(image, blocks: list, room: int):
-    if room == 0:
-        return np.zeros((blocks[0].shape[0], 0))
-    return orth_against(image, [b for b in blocks if b.shape[1]], room)
+class FusedSide(OperatorSide):
+    """``both`` as a side of :func:`.solver.solve` (:func:`fused_operator_svd`): a basis is
+    the pair ``(T, W)``, halves of ``H``'s block-diagonal ``[[T, 0], [0, W]]``, its image
+    the pair ``(A W, A^T T)`` of one call. A Krylov space of its own, for which ``solve``
+    takes the side's ``start(omega)`` (the first basis), ``room(blocks)`` (0: the space is
+    full), ``following(cross, bases)`` (the next basis: each half has its own blocks and
+    room), ``ritz(bases, crosses, k, dtype) -> (U, V, S, errors)`` (the Ritz triplets of the
+    stop test and the final step) and ``power`` (``H``'s eigenvalues are the singular
+    values themselves: :func:`.small.stop_reason`)."""
+
+    power = 1
+
+    def __init__(self, both, shape, width: int):
+        self.both, self.shape, self.width, self.found = both, shape, width, (None, None)
+
+    def start(self, omega):
+        """``(T_0, W_0)``: each half of the Gaussian ``omega`` (m + n rows), orthonormal."""
+        m, n = self.shape
+        return orth(omega[:m, : min(self.width, m)]), orth(omega[m:, : min(self.width, n)])
+
+    def read(self, basis, stats, fill, first: bool):
+        (T, W), (m, n) = basis, self.shape
+        AW, AtT = self.both(W, T)
+        AW = _float64(AW, (m, W.shape[1]), "both(W, T)[0]")
+        return Sketch([], None, (AW, _float64(AtT, (n, T.shape[1]), "both(W, T)[1]")), None), stats
+
+    def room(self, blocks: int) -> int:
+        """Columns the halves' next blocks may add after ``blocks`` blocks (0: both full)."""
+        used = blocks * self.width
+        return sum(krylov_room(x, min(self.shape), self.width, used) for x in self.shape)
+
+    def following(self, cross, bases: list):
+        """The next pair: each half's image orthogonal to that half's blocks, at most its room."""
+        pairs = []
+        for image, blocks, x in zip(cross, zip(*bases, strict=True), self.shape, strict=True):
+            room = krylov_room(x, min(self.shape), self.width, sum(b.shape[1] for b in blocks))
+            live = [b for b in blocks if b.shape[1]]
+            pairs.append(orth_against(image, live, room) if room else np.zeros((x, 0)))
+        return tuple(pairs)
+
+    def ritz(self, bases: list, crosses: list, k: int, dtype):
+        """``(U, V, S, errors)``: the Ritz triplets of the pairs' span, once a pass (one pass:
+        of ``A W_0``, nothing bounds them, unless the space is full)."""
+        if self.found[0] is not bases[-1]:
+            (lefts, rights), (images, co_images) = (zip(*x, strict=True) for x in (bases, crosses))
+            if len(bases) == 1 and self.room(1):
+                self.found = bases[-1], _single(images[0], rights[0], k)
+            else:
+                self.found = bases[-1], _two_sided(lefts, rights, images, co_images, k, dtype)
+        return self.found[1]
 
 
 @small_step
@@ -501,7 +490,7 @@ def _two_sided(lefts, rights, images, co_images, k: int, dtype):
     S[:r] = lam[:r]
     if r < k:
         warn_rank(r, k, stacklevel=4)
-    return P, S, Q, errors
+    return P, Q, S, errors
 
 
 def _split(K, U):

@@ -403,14 +403,14 @@ def _bounds_or_warning(opts: CompressedOptions) -> bool:
 def solve(ex, problem: Problem, omega, progress: Progress | None = None, make_side=None):
     """The passes over the data and the final step: the algorithm, orientation aside.
 
-    The one block-Krylov loop of xsvd: the stripes of the data (``make_side``
-    None: :class:`.SampleStripes` or :class:`.FeatureStripes`, as
-    ``problem.stripes`` says) or a linear operator
-    (:func:`.operator.operator_svd`), each a *side* made by ``make_side(ex,
-    problem)`` with ``prepare()``, ``read(basis, stats, fill, first) ->
-    (Sketch, stats)``, ``magnitudes(stats)`` and ``finish(stats)``; optionally
-    ``sketch(basis) -> Sketch`` for the final read of ``problem.reread``, which
-    needs only the stripe side (the operator: ``A W`` without ``A^T A W``).
+    The one block-Krylov loop of xsvd: the stripes of the data (``make_side`` None:
+    :class:`.SampleStripes` or :class:`.FeatureStripes`, as ``problem.stripes`` says) or
+    a linear operator (:mod:`.operator`), each a *side* made by ``make_side(ex, problem)``
+    with ``prepare()``, ``read(basis, stats, fill, first) -> (Sketch, stats)``,
+    ``magnitudes(stats)`` and ``finish(stats)``; optionally ``sketch(basis) -> Sketch``
+    for the final read of ``problem.reread``, which needs only the stripe side (the
+    operator: ``A W`` without ``A^T A W``). A Krylov space of its own: see
+    :class:`.operator.FusedSide`.
 
     Returns the stripe-side and thin-side singular vectors, the singular
     values, their error estimates and the feature statistics, as arrays of
@@ -420,14 +420,15 @@ def solve(ex, problem: Problem, omega, progress: Progress | None = None, make_si
     """
     make_side = make_side or _side
     side = make_side(ex, problem)
-    start = ex.call(orth, omega)
+    start = ex.call(getattr(side, "start", orth), omega)
     carry = Carry(basis=start, fill=side.prepare())
     if carry.fill is not None and problem.prepass:
         carry = ex.end_pass(carry)  # the means' own read
     adaptive = problem.options.converges
+    room = getattr(side, "room", lambda blocks: _krylov_room(problem, blocks))
     p, stopped = 0, None
     while True:
-        full = problem.options.krylov and _krylov_room(problem, p + 1) == 0
+        full = problem.options.krylov and room(p + 1) == 0  # full: exact, no stop test
         last = p + 1 >= problem.most_iterations or full
         carry = _one_pass(ex, problem, side, carry, first=p == 0, last=last, keep=adaptive)
         if p == 0 and problem.watch_range and ex.concrete and not problem.rescaled:
@@ -441,7 +442,7 @@ def solve(ex, problem: Problem, omega, progress: Progress | None = None, make_si
                 if progress is not None:
                     progress.total = problem.most_passes
                 continue
-        stopped = _converged(problem, carry.sketches) if adaptive else None
+        stopped = _converged(problem, carry.sketches, side) if adaptive and not full else None
         if last or stopped:
             break
         p += 1
@@ -492,7 +493,9 @@ def _one_pass(
         kept = [sketch] if (last or keep) else [replace(sketch, blocks=None, gram=None)]
     if last:
         return ex.end_pass(Carry(None, stats, kept, carry.fill))
-    if problem.options.krylov:  # block Lanczos: the next block orthogonal to all before
+    if hasattr(side, "following"):  # a side with its own Krylov blocks
+        basis = side.following(sketch.cross, [s.basis for s in kept])
+    elif problem.options.krylov:  # block Lanczos: the next block orthogonal to all before
         room = _krylov_room(problem, len(kept))
         basis = ex.call(orth_against, sketch.cross, [s.basis for s in kept], room)
     else:  # subspace iteration
@@ -516,19 +519,22 @@ def _estimate_inputs(sketches: list[Sketch]):
     return [s.basis for s in sketches], [s.cross for s in sketches]
 
 
-def _converged(problem: Problem, sketches: list[Sketch]) -> str | None:
+def _converged(problem: Problem, sketches: list[Sketch], side=None) -> str | None:
     """``tol``: why the passes may stop (:func:`._small.stop_reason`), or None (concrete
     executors).
 
-    Measured on the thin-side Ritz values, which the final step can only improve.
+    On the Ritz values (the thin side's, or ``side.ritz``) the final step can only improve.
     """
     if len(sketches) == 1 and problem.options.krylov:
         return None  # the Ritz pairs of the first (random) basis say nothing yet
-    errors, S = thin_errors(*_estimate_inputs(sketches), problem.k, problem.dtype)
+    if hasattr(side, "ritz"):
+        _, _, S, errors = side.ritz(*_estimate_inputs(sketches), problem.k, problem.dtype)
+    else:
+        errors, S = thin_errors(*_estimate_inputs(sketches), problem.k, problem.dtype)
     if problem.watched is not None:
         errors, S = errors[: problem.watched], S[: problem.watched]
-    opts = problem.options
-    return stop_reason(errors, S, opts.tol, opts.default_stop, problem.dtype)
+    opts, power = problem.options, getattr(side, "power", 2)
+    return stop_reason(errors, S, opts.tol, opts.default_stop, problem.dtype, power)
 
 
 def _listed(*items):
@@ -557,6 +563,8 @@ def _final_factors(ex, problem: Problem, sketches: list[Sketch], side, carry: Ca
     """
     k, dtype = problem.k, problem.dtype
     last = sketches[-1]
+    if hasattr(side, "ritz"):  # a side with its own Ritz triplets, from its bases alone
+        return side.ritz(*_estimate_inputs(sketches), k, dtype)
     if problem.reread and problem.n_power_iter > 0:
         bases, crosses = _estimate_inputs(sketches)
         rotation, thin, S, errors = ex.call(krylov_finish, None, bases, crosses, k, dtype, nout=4)
