@@ -94,7 +94,7 @@ def compare(label, left, right, k, repeat):
             res = run()
             best = min(best, time.perf_counter() - t0)
         err = float(np.max(np.abs(res.S - ref) / ref))
-        print(f"{name:<30}{best:>9.3f}{res.passes:>8}{reads['n']:>7}{err:>15.1e}", flush=True)
+        print(f"{name:<33}{best:>9.3f}{res.passes:>8}{reads['n']:>7}{err:>15.1e}", flush=True)
 
 
 def main(argv=None):
