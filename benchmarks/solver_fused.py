@@ -85,7 +85,7 @@ def compare(label, left, right, k, repeat):
     }
     ref = fused_operator_svd(both, shape, k, seed=1, tol=1e-12, max_passes=16).S
     print(f"\n{label}: C is {shape[0]} x {shape[1]}, n={n}, k={k}")
-    print(f"{'loop':<30}{'time s':>9}{'passes':>8}{'reads':>7}{'max rel S err':>15}")
+    print(f"{'loop':<33}{'time s':>9}{'passes':>8}{'reads':>7}{'max rel S err':>15}")
     for name, run in runs.items():
         best = np.inf
         for _ in range(repeat):
