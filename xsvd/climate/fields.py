@@ -119,8 +119,9 @@ class Field:
     fields' products, neither overflow nor underflow), so that ``B`` here is
     ``2**exponent`` times the data's; :meth:`unscaled` takes results back.
     ``rule``: the :class:`~xsvd.core.missing.MissingRule` that says which values
-    ``on_data.fill`` replaces (``missing="mean"``), else None. ``X`` is then the data
-    with each missing value replaced by its feature's mean, in the read kernels.
+    ``on_data.fill`` replaces (``missing="mean"``), else None; ``partial`` (host): which
+    kept features are missing at some samples (the only ones looked at). ``X`` is then
+    the data with each missing value replaced by its feature's mean, in the read kernels.
     """
 
     layout: Layout
@@ -132,11 +133,15 @@ class Field:
     exponent: int = 0
     squares: tuple = (0.0, 0.0)
     rule: MissingRule | None = None
+    partial: np.ndarray | None = None
 
     @property
     def filling(self):
-        """``(rule, fill)`` for the kernels where missing values are replaced, else None."""
-        return None if self.on_data.fill is None else (self.rule, self.on_data.fill)
+        """``(rule, fill, partial)`` for the kernels where missing values are replaced, else
+        None."""
+        if self.on_data.fill is None:
+            return None
+        return self.rule, self.on_data.fill, self.partial
 
     def mean_component(self) -> Decomposition:
         """``1 mu^T D`` as a component of the uncentered ``X D`` (``squares``: per sample, its
@@ -194,7 +199,7 @@ class Field:
     def formed(self, cols=slice(None)):
         """``B[:, cols]`` in memory (float64, where the data are), one read."""
         v, filling = self.on_data, self.filling
-        filling = None if filling is None else (filling[0], filling[1][cols])
+        filling = None if filling is None else (filling[0], *(v[cols] for v in filling[1:]))
         args = (None, 0, False, np.dtype(np.float64), v.mean[cols], v.scale[cols], 1, filling)
         return _read(_executor(self.data[:, cols], 0), _product, *args, summed=False)
 
@@ -282,10 +287,13 @@ def _read(ex, kernel, *args, summed: bool, items=None):
 
 def _filled(x, filling, cols):
     """A float sub-block (features as columns ``cols`` of the field) with its missing values
-    replaced by their features' means (``filling``: ``(rule, fill)``, or None: ``x``)."""
+    replaced by their features' means (``filling``: ``(rule, fill, partial)``, or None:
+    ``x``); ``x`` itself where none of its features is partly missing."""
     if filling is None:
         return x
-    rule, fill = filling
+    rule, fill, partial = filling
+    if not partial[cols].any():
+        return x
     fill = backend.astype(fill[cols], backend.numpy_dtype(x.dtype), copy=False)
     return fill_missing(backend.api(x), x, rule, fill, count=False)[0]
 
@@ -521,8 +529,8 @@ def prepare_field(
     on_data = OnData(
         *(None if v is None else backend.transfer(v, a) for v in (mean, scale, std, kept, fill))
     )
-    rule = rule if partial else None
-    return Field(layout, data, kept, dtype, on_data, units, exponent + shift, squares, rule)
+    args = (rule, (nans[kept] > 0)) if partial else (None, None)
+    return Field(layout, data, kept, dtype, on_data, units, exponent + shift, squares, *args)
 
 
 def covariance_units(fl: Field, fr: Field) -> dict | None:
