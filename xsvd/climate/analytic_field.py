@@ -7,8 +7,9 @@ returns an :class:`AnalyticField`: ``Z = P + iQ``, ``Q = H P``, as the real
 form ``R = [[P, -Q], [Q, P]]`` for :func:`xsvd.core.randomized.operator.
 operator_svd`. Its products are the data's with blocks transformed on the
 sample side (:mod:`.analytic`): no ``R``, ``Q``, complex or centered copy;
-in memory blocks of features, on Dask its own chunks (the statistics gather
-stripes of features where the samples are in several chunks). Where each
+in memory blocks of features, on Dask the core's stripes of its chunks (the
+statistics gather stripes of features where the samples are in several chunks:
+they need whole series, which a stripe of chunks is not always). Where each
 block holds every sample and the samples are the fewer, a pass ``R (R^T T)``
 is one read (:meth:`AnalyticField.rmatmat` keeps ``R R^T T`` for
 :meth:`AnalyticField.matmat`). A block that is the real form of a complex one
@@ -20,6 +21,7 @@ any magnitude are multiplied without overflow or underflow.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from ..core import backend
-from ..core.blas import SingleThreadedBlas
 from ..core.missing import MissingRule, MissingValueError, check_infinite
+from ..core.randomized.executors import Stepwise
 from ..core.randomized.stripe import fill_missing
 from ..labeled.preprocess import constant_tolerance
 from . import analytic
@@ -425,67 +427,56 @@ def _series(f: AnalyticField):
 # --------------------------------------------------------------------- Dask
 
 
-def _chunk_plan(f: AnalyticField) -> list[tuple[int, np.ndarray, int, int]]:
-    """Per chunk of features: ``(chunk index, its kept columns (local), s, e)`` with
-    ``[s, e)`` their kept-feature range; chunks without kept features left out."""
-    plan, start = [], 0
-    for j, width in enumerate(f.data.chunks[1]):
-        lo = np.searchsorted(f.kept, start)
-        hi = np.searchsorted(f.kept, start + width)
-        if hi > lo:
-            plan.append((j, f.kept[lo:hi] - start, int(lo), int(hi)))
-        start += width
-    return plan
-
-
-def _chunk_products(x, local, mu, d, U, W, filling):
-    """One chunk's :func:`.analytic.block_products` (its kept columns), on the host."""
-    x = _take(x, local)
-    mu, d = backend.on_backend_of(mu, x), backend.on_backend_of(d, x)
-    U = None if U is None else backend.on_backend_of(U, x)
-    W = W if W is None or isinstance(W, str) else backend.on_backend_of(W, x)
-    if filling:
-        filling = {"rule": filling["rule"], "fill": backend.on_backend_of(filling["fill"], x)}
-    rows, share = analytic.block_products(x, mu, d, U, W, **filling)
-    return tuple(None if r is None else backend.to_numpy(r) for r in (rows, share))
-
-
 def _dask_products(f: AnalyticField, U, W, fuse: bool):
-    """``(P^T U, P W)`` of Dask data: one read of every chunk, partial sums added pairwise."""
-    import dask
-
-    blocks = f.data.to_delayed()
-    edges = np.cumsum((0, *f.data.chunks[0]))
-    call = dask.delayed(SingleThreadedBlas(_chunk_products), nout=2, pure=True)
-    plan = _chunk_plan(f)
-    rows = {j: [] for j, *_ in plan}
-    shares = []
-    for i in range(len(f.data.chunks[0])):
-        Ui = None if U is None else U[edges[i] : edges[i + 1]]
-        row_shares = []
-        for j, local, s, e in plan:
-            w = "fused" if fuse else (None if W is None else W[s:e])
-            r, g = call(blocks[i, j], local, f.mu_kept[s:e], f.d_kept[s:e], Ui, w, f.filling(s, e))
-            rows[j].append(r)
-            row_shares.append(g)
-        shares.append(_tree_sum(row_shares))
-    want_rows, want_share = U is not None, W is not None or fuse
-    rows, shares = dask.compute(
-        [_tree_sum(r) for r in rows.values()] if want_rows else [],
-        shares if want_share else [],
+    """``(P^T U, P W)`` of Dask data, one read through the core's executor and stripes
+    (:class:`~xsvd.core.randomized.executors.Stepwise`, one ``dask.compute``): stripes of
+    features where the samples are in one chunk and the features in several, else of
+    samples; each stripe's chunks as they are (:func:`_stripe_products`), the partial
+    sums tree-added."""
+    a = f.data
+    axis = 1 if a.numblocks[0] == 1 < a.numblocks[1] else 0
+    ex = Stepwise(a, axis)
+    filling = f.filling(0, f.kept.size)
+    args = (f.kept, f.mu_kept, f.d_kept, U, "fused" if fuse else W, axis, filling)
+    rows, shares = ex.map(_stripe_products, ex.stripes(), *args, nout=2, per_stripe=(ex.offsets,))
+    want = [U is not None, W is not None or fuse]
+    summed = [axis == 0, axis == 1]  # rows add over stripes of samples, shares of features
+    state = tuple(
+        (ex.sum(p) if add else list(p)) if wanted else None
+        for p, add, wanted in zip((rows, shares), summed, want, strict=True)
     )
-    return (
-        np.concatenate(rows, axis=0) if want_rows else None,
-        np.concatenate(shares, axis=0) if want_share else None,
+    out = ex.end_pass(state)
+    return tuple(
+        None if x is None else x if add else np.concatenate(x, axis=0)
+        for x, add in zip(out, summed, strict=True)
     )
 
 
-def _tree_sum(parts: list):
-    """The sum of delayed arrays, pairwise (a partial sum is freed once added)."""
-    import dask
-
-    add = dask.delayed(np.add, pure=True)
-    while len(parts) > 1:
-        pairs = [parts[i : i + 2] for i in range(0, len(parts), 2)]
-        parts = [add(*pair) if len(pair) == 2 else pair[0] for pair in pairs]
-    return parts[0]
+def _stripe_products(blocks, offset, kept, mu, d, U, W, axis, filling):
+    """One stripe's :func:`.analytic.block_products` (host), a chunk at a time, the kept
+    columns of each: ``(rows, share)``. A stripe of samples (``axis=0``, chunks along the
+    features) gives the rows of every kept feature (added over stripes) and the share of
+    its samples; one of features (chunks along the samples) the rows of its kept features
+    and the share of every sample (added over stripes)."""
+    first = int(np.searchsorted(kept, offset)) if axis else 0
+    last = int(np.searchsorted(kept, offset + blocks[0].shape[1])) if axis else kept.size
+    height = sum(b.shape[0] for b in blocks) if axis else blocks[0].shape[0]
+    rows = None if U is None else np.zeros((last - first, U.shape[1]))
+    share = None if W is None else np.zeros((height, (U if isinstance(W, str) else W).shape[1]))
+    r0, c0 = (0, offset) if axis else (offset, 0)
+    for b in blocks:
+        s, e = (int(np.searchsorted(kept, c)) for c in (c0, c0 + b.shape[1]))
+        if e > s:
+            x = _take(b, kept[s:e] - c0)
+            on = functools.partial(backend.on_backend_of, like=x)
+            fill = {"rule": filling["rule"], "fill": on(filling["fill"][s:e])} if filling else {}
+            u = None if U is None else on(U[r0 : r0 + b.shape[0]])
+            w = W if W is None or isinstance(W, str) else on(W[s:e])
+            r, g = analytic.block_products(x, on(mu[s:e]), on(d[s:e]), u, w, **fill)
+            if r is not None:
+                rows[s - first : e - first] += backend.to_numpy(r)
+            if g is not None:
+                i = r0 - (0 if axis else offset)
+                share[i : i + b.shape[0]] += backend.to_numpy(g)
+        r0, c0 = (r0 + b.shape[0], c0) if axis else (r0, c0 + b.shape[1])
+    return rows, share
