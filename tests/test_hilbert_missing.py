@@ -183,3 +183,42 @@ def test_signature_and_help_list_the_reading_options():
         xsvd.hilbert_eof(_labeled(_gappy(), 24), K, missin="mean")
     with pytest.raises(ValueError, match="missing must be one of"):
         xsvd.hilbert_eof(_labeled(_gappy(), 24), K, missing="zero")
+
+
+@pytest.mark.parametrize("layout", ["numpy", "dask-samples", "dask-features"])
+def test_blocks_without_gaps_are_read_as_they_are(layout, monkeypatch):
+    """The products fill only blocks that hold a feature with gaps: with the gaps in the
+    first features, the other blocks (NumPy) and chunks (Dask) are never looked at for
+    missing values."""
+    import dask.array as dsa
+
+    from xsvd.climate import analytic, analytic_field
+
+    a = _gappy(seed=3)
+    a[:, 8:] = np.where(np.isnan(a[:, 8:]), 10.0, a[:, 8:])  # gaps in features 0 to 7 only
+    monkeypatch.setattr(analytic_field, "BLOCK_VALUES", a.shape[0] * 8)  # blocks of 8
+    filled = []
+
+    def counting(xp, x, *args, **kwargs):
+        filled.append(x.shape[1])
+        return fill_missing(xp, x, *args, **kwargs)
+
+    fill_missing = analytic.fill_missing
+    monkeypatch.setattr(analytic, "fill_missing", counting)
+    data = {
+        "numpy": a,
+        "dask-samples": dsa.from_array(a, chunks=(24, 8)),
+        "dask-features": dsa.from_array(a, chunks=(-1, 8)),
+    }[layout]
+    got = xsvd.hilbert_eof(
+        _labeled(data, 24), K, method="compressed", seed=0, n_power_iter=1, missing="mean"
+    )
+    gaps = _labeled(a, 24)
+    want = xsvd.hilbert_eof(
+        gaps.fillna(gaps.mean("time")), K, method="compressed", seed=0, n_power_iter=1
+    )
+    np.testing.assert_allclose(got.S, want.S, rtol=1e-10)
+    # the features with gaps are in the first block (8 kept) or chunk (8 columns, 7 kept)
+    assert filled and set(filled) <= {7, 8}
+    assert got.settings["passes"] == 2  # 2 products each (the samples are the more)
+    assert len(filled) == 4 * (4 if layout == "dask-samples" else 1)  # of 12, 48, 12 blocks

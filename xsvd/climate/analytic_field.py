@@ -71,7 +71,8 @@ class AnalyticField:
     ``2**exponent R``; ``total``: ``||2**exponent Z||_F^2``. ``fill`` (host, kept
     features, or None where nothing is to be filled): with ``missing="mean"``, the
     values (the features' means) that stand for those ``rule`` calls missing, put in
-    as each block is read.
+    as each block is read; ``gaps``: which kept features hold such values (blocks
+    without one are read as they are).
     """
 
     data: Any
@@ -85,6 +86,7 @@ class AnalyticField:
     total: float
     rule: Any = None
     fill: np.ndarray | None = None
+    gaps: np.ndarray | None = None
     mu_kept: Any = None
     d_kept: Any = None
     fill_kept: Any = None
@@ -207,8 +209,8 @@ class AnalyticField:
 
     def filling(self, s: int, e: int) -> dict:
         """:func:`.analytic.block_products`' ``rule`` and ``fill`` for kept features ``s``
-        to ``e`` (nothing where nothing is to be filled)."""
-        if self.fill_kept is None:
+        to ``e`` (nothing where none of them has a gap)."""
+        if self.fill_kept is None or not self.gaps[s:e].any():
             return {}
         return {"rule": self.rule, "fill": self.fill_kept[s:e]}
 
@@ -224,7 +226,7 @@ class AnalyticField:
         for s, e, x in _series(self):
             mu = backend.on_backend_of(backend.to_numpy(self.mu_kept[s:e]), x)
             d = backend.on_backend_of(backend.to_numpy(self.d_kept[s:e]), x)
-            fill = None if self.fill is None else backend.on_backend_of(self.fill[s:e], x)
+            fill = backend.on_backend_of(self.fill[s:e], x) if self.filling(s, e) else None
             for j in range(0, e - s, analytic.FFT_COLUMNS if backend.is_numpy(x) else e - s):
                 k = min(e - s, j + analytic.FFT_COLUMNS) if backend.is_numpy(x) else e - s
                 p = backend.astype(x[:, j:k], np.float64, copy=False)
@@ -352,8 +354,10 @@ def prepare(
         d = np.ldexp(scale[kept], exponent) / stats["unit"][kept]  # the energies' units
         total = float(np.sum(stats["energy"][kept] * d * d))
     mean = np.where(land, np.nan, stats["mean"])
-    fill = mean[kept] if fills and partial.any() else None
-    return AnalyticField(a, kept, mean, std, scale, center, transform, exponent, total, rule, fill)
+    fill, gaps = (mean[kept], partial[kept]) if fills and partial.any() else (None, None)
+    return AnalyticField(
+        a, kept, mean, std, scale, center, transform, exponent, total, rule, fill, gaps
+    )
 
 
 def _exponent(amax: np.ndarray, scale: np.ndarray) -> int:
@@ -437,6 +441,7 @@ def _dask_products(f: AnalyticField, U, W, fuse: bool):
     axis = 1 if a.numblocks[0] == 1 < a.numblocks[1] else 0
     ex = Stepwise(a, axis)
     filling = f.filling(0, f.kept.size)
+    filling = filling and {**filling, "gaps": f.gaps}
     args = (f.kept, f.mu_kept, f.d_kept, U, "fused" if fuse else W, axis, filling)
     rows, shares = ex.map(_stripe_products, ex.stripes(), *args, nout=2, per_stripe=(ex.offsets,))
     want = [U is not None, W is not None or fuse]
@@ -469,7 +474,9 @@ def _stripe_products(blocks, offset, kept, mu, d, U, W, axis, filling):
         if e > s:
             x = _take(b, kept[s:e] - c0)
             on = functools.partial(backend.on_backend_of, like=x)
-            fill = {"rule": filling["rule"], "fill": on(filling["fill"][s:e])} if filling else {}
+            fill = {}
+            if filling and filling["gaps"][s:e].any():
+                fill = {"rule": filling["rule"], "fill": on(filling["fill"][s:e])}
             u = None if U is None else on(U[r0 : r0 + b.shape[0]])
             w = W if W is None or isinstance(W, str) else on(W[s:e])
             r, g = analytic.block_products(x, on(mu[s:e]), on(d[s:e]), u, w, **fill)
