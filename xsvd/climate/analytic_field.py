@@ -439,7 +439,7 @@ def _dask_products(f: AnalyticField, U, W, fuse: bool):
     sums tree-added."""
     a = f.data
     axis = 1 if a.numblocks[0] == 1 < a.numblocks[1] else 0
-    ex = Stepwise(a, axis)
+    ex = Stepwise(a, axis, split_every=2)  # pairwise sums: partial sums freed soonest
     filling = f.filling(0, f.kept.size)
     filling = filling and {**filling, "gaps": f.gaps}
     args = (f.kept, f.mu_kept, f.d_kept, U, "fused" if fuse else W, axis, filling)
