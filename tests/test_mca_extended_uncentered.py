@@ -81,4 +81,5 @@ def test_mca_uncentered_warns_for_either_field_with_its_exact_share(backend, sid
             *(_labeled(x, n, backend) for x, n in zip(anomalies, "pq", strict=True)),
             2,
             center=False,
+            seed=0,
         )
