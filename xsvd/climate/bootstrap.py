@@ -25,7 +25,8 @@ from ..core.options import (
     split_options,
     takes_options,
 )
-from ..labeled.api import Reading, labeled_matrix, warn_uncentered
+from ..labeled import preprocess
+from ..labeled.api import Reading, Standardizing, labeled_matrix, warn_uncentered
 from ..labeled.base import Result, errors_part
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
@@ -73,7 +74,7 @@ def _stopping(given: CompressedOptions) -> tuple[CompressedOptions, Stopping]:
     return opts, Stopping(most, opts.tol, opts.default_stop)
 
 
-@takes_options(CompressedOptions, Reading)
+@takes_options(CompressedOptions, Reading, Standardizing)
 def bootstrap(
     da: xr.DataArray,
     k: int,
@@ -111,6 +112,14 @@ def bootstrap(
     center : bool, default True
         Remove each feature's mean (each replicate's own). False warns, as
         :func:`xsvd.svd` does, where the means carry most of the sum of squares.
+    standardize : bool, default False
+        Also divide each feature by its standard deviation over all the samples of
+        the data (``ddof=0``, over the values present; constant features get weight
+        0), as :func:`xsvd.svd`'s ``standardize``, folded into the weights (no
+        standardized copy): the replicates resample the standardized data, the scale
+        fixed, each re-centered on its own mean (xeofs' ``EOFBootstrapper`` of a
+        standardized model). ``S`` loses the data's units; Dask data are read once
+        more, first.
     weights : xarray.DataArray, optional
         Feature weights, e.g. :func:`xsvd.coslat_weights`.
     ci : float, default 0.95
@@ -163,11 +172,11 @@ def bootstrap(
         ``explained_variance_ratio_ci`` and ``congruence_ci`` (dims
         ``component, bound``: lower, upper percentiles); all of them together
         as the Dataset ``replicates``. Every part stays on the data's device.
-        ``settings``: ``missing``, ``reads`` (of the data, in all), ``passes`` (the most of
-        any batch), ``stopped`` (why, as :func:`xsvd.compressed` says it:
-        ``"converged"``, ``"precision of float64 products"``, ``"max_passes"``,
-        ``"space full"`` or ``"n_power_iter"``) and ``estimated_error`` (the largest estimated
-        relative error of any replicate).
+        ``settings``: ``missing``, ``standardize``, ``reads`` (of the data, in all),
+        ``passes`` (the most of any batch), ``stopped`` (why, as :func:`xsvd.compressed`
+        says it: ``"converged"``, ``"precision of float64 products"``, ``"max_passes"``,
+        ``"space full"`` or ``"n_power_iter"``) and ``estimated_error`` (the largest
+        estimated relative error of any replicate).
 
     Notes
     -----
@@ -199,10 +208,12 @@ def bootstrap(
     >>> bool(boot.congruence.isel(component=0).median() > 0.9)
     True
     """
-    given, reading = split_options(options, (CompressedOptions, Reading), "bootstrap")
+    classes = (CompressedOptions, Reading, Standardizing)
+    given, reading, scaling = split_options(options, classes, "bootstrap")
     _check("k", k, 1)
     _check("n_replicates", n_replicates, 1)
     check_flag("center", center)
+    check_flag("standardize", scaling.standardize)
     n = n_replicates
     opts, stop = _stopping(given)
     if batch is not None:
@@ -211,6 +222,11 @@ def bootstrap(
         raise ValueError(f"ci must be between 0 and 1, e.g. 0.95, got {ci!r}.")
     layout, da, a, w, units = labeled_matrix(da, dim, weights, reading.device)
     rule = missing_rule(a.dtype, reading.missing, reading.negative_missing)
+    if scaling.standardize:  # each feature over its standard deviation: folded into the weights
+        w = preprocess.standardized_weights(
+            a, w, missing=reading.missing, negative_missing=reading.negative_missing
+        )
+        units = preprocess.standardized_units(units, da)
     m, nf = a.shape
     if k > min(m, nf):
         raise ValueError(f"k={k} is more than the {min(m, nf)} components of a {m} x {nf} matrix.")
@@ -243,7 +259,8 @@ def bootstrap(
     S, ratio = xp.concat(S), xp.concat(ratio)
     ones = xp.ones((1, k), dtype=xp.float64, device=backend.device(S))
     dots = xp.concat([ones, *dots])
-    settings = _settings(opts, stop, batches, reader, center, ci, reading.missing)
+    settings = _settings(opts, stop, batches, reader, reading.missing)
+    settings.update(center=bool(center), standardize=scaling.standardize, ci=ci)
     parts = dict(S=S, ratio=ratio, dots=dots, data=data, Vs=Vs)
     parts = _parts(layout, reader.put(counts), parts, ci)
     record = {"settings": settings, "method": "bootstrap", "units": describe_units(units)}
@@ -260,7 +277,7 @@ def _zero_nan(x):
     return backend.api(x).where(backend.api(x).isnan(x), 0.0, x)
 
 
-def _settings(opts, stop: Stopping, batches: list, reader: Reads, center, ci, missing) -> dict:
+def _settings(opts, stop: Stopping, batches: list, reader: Reads, missing) -> dict:
     """``settings`` of the result (JSON-able), with the warnings they call for."""
     passes = max(b.passes for b in batches)
     stopped = worst(b.stopped for b in batches)
@@ -277,8 +294,6 @@ def _settings(opts, stop: Stopping, batches: list, reader: Reads, center, ci, mi
         **({"max_passes": opts.max_passes} if opts.max_passes is not None else {}),
         estimated_error=reached,
         **({} if all(b.bounds for b in batches) else {"error_bounds": False}),
-        center=bool(center),
-        ci=ci,
     )
     if opts.converges and reached > opts.tol and not opts.default_stop:
         warnings.warn(

@@ -40,6 +40,7 @@ __all__ = [
     "solve_matrix",
     "labeled_matrix",
     "Reading",
+    "Standardizing",
 ]
 
 Dims = Hashable | Sequence[Hashable] | None
@@ -91,6 +92,11 @@ Reading = make_dataclass(
     kw_only=True,
 )
 Reading.__module__ = __name__
+#: ``standardize`` as :class:`Labeling` declares it, for :func:`xsvd.bootstrap` beside Reading.
+Standardizing = make_dataclass(
+    "Standardizing", _taken(Labeling, "standardize"), frozen=True, kw_only=True
+)
+Standardizing.__module__ = __name__
 
 
 #: The options of each entry point, in the order the options objects are built.
