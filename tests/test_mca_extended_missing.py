@@ -160,6 +160,26 @@ def test_mca_total_norm_of_fields_wider_than_their_samples(backend):
     _same(got.squared_covariance_fraction, want.squared_covariance_fraction, _memory(backend))
 
 
+def test_filled_sub_blocks_share_one_buffer_per_read(backend, monkeypatch):
+    """Sub-blocks of 64 samples (the last shorter), each filled into the one buffer of the
+    read (NumPy) while the one before is let go: the results are still the filled data's,
+    in both memory orders of the data (a field made by an index along the features is in
+    Fortran order)."""
+    import xsvd.climate.fields as fields_module
+
+    monkeypatch.setattr(fields_module, "ROW_BLOCK_VALUES", 1)
+    left, right = _matrices(seed=4, t=300)
+    left = np.asfortranarray(left)
+    gl, gr = _labeled(left, "p", backend), _labeled(right, "q", backend)
+    got = xsvd.mca(gl, gr, K, missing="mean", seed=0)
+    want = xsvd.mca(_filled(_labeled(left, "p")), _filled(_labeled(right, "q")), K, seed=0)
+    _compare_mca(got, want, _memory(backend))
+    got = xsvd.extended_eof(gl, K, embedding=3, missing="mean", method="exact")
+    want = xsvd.extended_eof(_filled(_labeled(left, "p")), K, embedding=3, method="exact")
+    for name in ("S", "patterns"):
+        _same(getattr(got, name), getattr(want, name), _memory(backend))
+
+
 def test_mca_without_gaps_is_unchanged_by_missing_mean(backend):
     """Nothing partly missing: nothing is replaced, the results are the same numbers."""
     left, right = _matrices()

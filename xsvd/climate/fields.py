@@ -18,10 +18,8 @@ samples only is the core's
 :class:`~xsvd.MissingValueError`, an infinite value its
 :class:`~xsvd.InfiniteValueError`, both naming the features
 (:mod:`xsvd.core.missing`). With ``missing="mean"`` a missing value stands for
-its feature's mean over the samples where it is present, replaced in the read
-kernels a sub-block at a time (:func:`~xsvd.core.randomized.stripe.fill_missing`,
-as the core's stripes fill): never a filled copy of the data, and nothing to
-replace (no feature partly missing) costs nothing.
+its feature's mean over its present values, replaced in the read kernels a
+sub-block at a time (:func:`_filled`), never in a filled copy of the data.
 
 Every backend runs the same code through the array-API namespace of the data
 (:func:`xsvd.core.backend.api`): NumPy, Dask (each product reads the data
@@ -90,11 +88,9 @@ SPLIT_EVERY = 2
 
 @dataclass(frozen=True)
 class OnData:
-    """A field's feature vectors in the memory of its data (the device, for device data).
-
-    ``fill``: with ``missing="mean"``, each kept feature's mean over its present values
-    (the value a missing one stands for, also without centering), or None where no
-    feature is partly missing (nothing is replaced)."""
+    """A field's feature vectors in the memory of its data (the device, for device data);
+    ``fill``: the means that missing values stand for (``missing="mean"``; also without
+    centering), None where no feature is partly missing (nothing is replaced)."""
 
     mean: Any
     scale: Any
@@ -137,11 +133,8 @@ class Field:
 
     @property
     def filling(self):
-        """``(rule, fill, partial)`` for the kernels where missing values are replaced, else
-        None."""
-        if self.on_data.fill is None:
-            return None
-        return self.rule, self.on_data.fill, self.partial
+        """``(rule, fill, partial)`` for the kernels where values are replaced, else None."""
+        return None if self.rule is None else (self.rule, self.on_data.fill, self.partial)
 
     def mean_component(self) -> Decomposition:
         """``1 mu^T D`` as a component of the uncentered ``X D`` (``squares``: per sample, its
@@ -285,17 +278,29 @@ def _read(ex, kernel, *args, summed: bool, items=None):
     return parts[0] if len(parts) == 1 else backend.api(parts[0]).concat(parts, axis=0)
 
 
-def _filled(x, filling, cols):
-    """A float sub-block (features as columns ``cols`` of the field) with its missing values
-    replaced by their features' means (``filling``: ``(rule, fill, partial)``, or None:
-    ``x``); ``x`` itself where none of its features is partly missing."""
-    if filling is None:
+def _filled(x, filling, cols, spare: dict):
+    """A float sub-block (features: columns ``cols`` of the field), its missing values
+    replaced by their features' means (``filling``: ``(rule, fill, partial)``; None: ``x``),
+    never in the data's memory: on NumPy a copy into ``spare``'s buffer (one per kernel
+    call: a fresh 32 MiB copy per sub-block costs more in page faults than its product),
+    elsewhere one ``where`` (:func:`~xsvd.core.randomized.stripe.fill_missing`)."""
+    if filling is None or not filling[2][cols].any():
         return x
-    rule, fill, partial = filling
-    if not partial[cols].any():
-        return x
+    rule, fill, _ = filling
     fill = backend.astype(fill[cols], backend.numpy_dtype(x.dtype), copy=False)
-    return fill_missing(backend.api(x), x, rule, fill, count=False)[0]
+    if not isinstance(x, np.ndarray):
+        return fill_missing(backend.api(x), x, rule, fill, count=False)[0]
+    missing = rule.mask(np, x)
+    if not missing.any():
+        return x
+    flat = spare.get("buffer")
+    if flat is None or flat.size < x.size or flat.dtype != x.dtype:
+        flat = spare["buffer"] = np.empty(x.size, dtype=x.dtype)
+    order = "F" if abs(x.strides[0]) < abs(x.strides[1]) else "C"  # as x's: a fast copy
+    out = flat[: x.size].reshape(x.shape, order=order)
+    np.copyto(out, x)
+    np.copyto(out, fill, where=missing)
+    return out
 
 
 def _product(
@@ -317,10 +322,11 @@ def _product(
     summed = M is not None and (axis == 0) == transpose
     other = sum(b.shape[1 - axis] for b in blocks)
     total, pieces = None, []
+    spare = {}
     for start, stop in sub_blocks(blocks[0].shape[axis], other, ROW_BLOCK_VALUES):
         x = stripe_sub(blocks, axis, start, stop, dtype)
         cols = slice(None) if axis == 0 else slice(offset + start, offset + stop)
-        x = _filled(x, filling, cols)
+        x = _filled(x, filling, cols, spare if M is not None or power else {})  # not kept
         if power:
             x = x - mean[cols]  # a new array: never the data's memory
             x *= scale[cols]
@@ -350,11 +356,11 @@ def _cross(blocks, offset, split, dW, cW, dT, cT, dtypes, means, fillings=(None,
     values replaced by each field's ``fillings``, :func:`_filled`)."""
     sides = blocks[:split], blocks[split:]
     width = max(sum(b.shape[1] for b in side) for side in sides)
-    total = None
+    total, spares = None, ({}, {})  # a buffer for each side's filled sub-blocks
     for start, stop in sub_blocks(blocks[0].shape[0], width, ROW_BLOCK_VALUES):
         x = [
-            _filled(stripe_sub(side, 0, start, stop, t), filling, slice(None))
-            for side, t, filling in zip(sides, dtypes, fillings, strict=True)
+            _filled(stripe_sub(side, 0, start, stop, t), filling, slice(None), spare)
+            for side, t, filling, spare in zip(sides, dtypes, fillings, spares, strict=True)
         ]
         y = _float64(x[1] @ dW) - cW, _float64(x[0] @ dT) - cT  # Yr, Yl
         part = _Cross(
@@ -456,13 +462,9 @@ def prepare_field(
     Pint-quantified data (and weights) are taken as their magnitudes, their units kept
     in ``Field.units`` (:func:`xsvd.labeled.units.strip`), as every analysis does.
 
-    ``reading`` (:class:`xsvd.labeled.api.Reading`): ``device=`` moves the data first
-    (:func:`xsvd.labeled.preprocess.move_dataarray`); ``missing="mean"`` (and
-    ``negative_missing``) lets a missing value stand for its feature's mean over the
-    samples where it is present, as :func:`xsvd.svd` does: the moments are those of the
-    present values (``standardize`` divides by their standard deviation, as
-    :func:`xsvd.labeled.preprocess.standardized_weights` does), the correlations and
-    sums of squares those of the filled data; the kernels replace them (:func:`_filled`)."""
+    ``reading`` (:class:`xsvd.labeled.api.Reading`): ``device=`` moves the data first;
+    with ``missing="mean"`` ``standardize`` divides by the present values' standard
+    deviation (as :func:`xsvd.svd`), correlations and sums of squares are the filled data's."""
     check_flag("center", center)
     reading = Reading() if reading is None else reading
     obj, weights, units = _units.strip(obj, weights)
