@@ -18,7 +18,6 @@ import xarray as xr
 from ..core import backend, fix_signs
 from ..core.missing import missing_rule
 from ..core.options import (
-    DEFAULT_N_POWER_ITER,
     CompressedOptions,
     check_flag,
     ordered_settings,
@@ -31,7 +30,7 @@ from ..labeled.base import Result, errors_part
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
 from ..labeled.units import quantify
-from .resampling import SPACE_FULL, Reads, Stopping, worst
+from .resampling import SPACE_FULL, Reads, worst
 from .resampling import run_batch as _run_batch
 
 __all__ = ["bootstrap", "BootstrapResult"]
@@ -50,9 +49,9 @@ def _check(name, value, low):
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
 
 
-def _stopping(given: CompressedOptions) -> tuple[CompressedOptions, Stopping]:
-    """The options resolved as :func:`xsvd.compressed` resolves them, and when to stop;
-    the options that do not apply to the bootstrap are refused."""
+def _resolved(given: CompressedOptions) -> CompressedOptions:
+    """The options resolved as :func:`xsvd.compressed` resolves them (their ``most_passes``:
+    when to stop); the options that do not apply to the bootstrap are refused."""
     for name, low in (("n_power_iter", 0), ("n_oversamples", 0), ("max_passes", 1)):
         if getattr(given, name) is not None:
             _check(name, getattr(given, name), low)
@@ -67,11 +66,7 @@ def _stopping(given: CompressedOptions) -> tuple[CompressedOptions, Stopping]:
             "krylov=False does not apply to the bootstrap: it always takes each replicate's "
             "components from the whole Krylov space (block Lanczos). Leave out krylov."
         )
-    opts = given.resolved(lazy=False)
-    if not opts.converges:
-        return opts, Stopping(opts.n_power_iter + 1, None)
-    most = DEFAULT_N_POWER_ITER + 1 if opts.default_stop else opts.max_passes
-    return opts, Stopping(most, opts.tol, opts.default_stop)
+    return given.resolved(lazy=False)
 
 
 @takes_options(CompressedOptions, Reading, Standardizing)
@@ -215,7 +210,7 @@ def bootstrap(
     check_flag("center", center)
     check_flag("standardize", scaling.standardize)
     n = n_replicates
-    opts, stop = _stopping(given)
+    opts = _resolved(given)
     if batch is not None:
         _check("batch", batch, 1)
     if not 0 < ci < 1:
@@ -235,14 +230,14 @@ def bootstrap(
     counts = np.stack([np.ones(m), *(np.bincount(d, minlength=m) for d in draws)], axis=1)
     l = min(k + opts.n_oversamples, m)
     reader = Reads(a, w, layout.feature_locator(), rule)
-    size = batch or max(1, BATCH_BYTES // reader.replicate_bytes(l, stop.most) - 1)
+    size = batch or max(1, BATCH_BYTES // reader.replicate_bytes(l, opts.most_passes) - 1)
     xp = reader.xp
     S, ratio, dots, Vs, batches = [], [], [], [], []
     for start in range(1, n + 1, size):
         # every batch decomposes the data too (column 0): the patterns to compare with
         C = np.concatenate([counts[:, :1], counts[:, start : start + size]], axis=1)
         blocks = rng.standard_normal((C.shape[1], m, l))
-        out = _run_batch(reader, C, blocks, k, stop, center, keep_patterns)
+        out = _run_batch(reader, C, blocks, k, opts, center, keep_patterns)
         if start == 1:
             data, turn = out.data, 1.0
             if not center and m > 1:  # one sample: nothing to center
@@ -259,7 +254,7 @@ def bootstrap(
     S, ratio = xp.concat(S), xp.concat(ratio)
     ones = xp.ones((1, k), dtype=xp.float64, device=backend.device(S))
     dots = xp.concat([ones, *dots])
-    settings = _settings(opts, stop, batches, reader, reading.missing)
+    settings = _settings(opts, batches, reader, reading.missing)
     settings.update(center=bool(center), standardize=scaling.standardize, ci=ci)
     parts = dict(S=S, ratio=ratio, dots=dots, data=data, Vs=Vs)
     parts = _parts(layout, reader.put(counts), parts, ci)
@@ -277,7 +272,7 @@ def _zero_nan(x):
     return backend.api(x).where(backend.api(x).isnan(x), 0.0, x)
 
 
-def _settings(opts, stop: Stopping, batches: list, reader: Reads, missing) -> dict:
+def _settings(opts, batches: list, reader: Reads, missing) -> dict:
     """``settings`` of the result (JSON-able), with the warnings they call for."""
     passes = max(b.passes for b in batches)
     stopped = worst(b.stopped for b in batches)

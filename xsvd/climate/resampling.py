@@ -5,9 +5,9 @@ A replicate that draws sample ``i`` ``c_i`` times is the matrix
     B_c = diag(sqrt(c)) (A - 1 mu_c^T) diag(w),    mu_c = A^T c / m,
 
 whose Krylov space lives on the sample side (``B_c B_c^T``: small, and the
-replicate's weights are per sample). :func:`run_batch` runs block Krylov (the
-core's :mod:`xsvd.core.randomized.small`) on every replicate of a batch in the
-same reads and stops as the core's solvers do (:class:`Stopping`); a replicate
+replicate's weights are per sample). :func:`run_batch` runs the core's block
+Krylov loop (:func:`~xsvd.core.randomized.solver.solve`, :class:`BatchSide`) on every
+replicate of a batch in the same reads, each with the core's stop rule; a replicate
 that has converged is not multiplied again.
 
 The data are read through the core (:class:`Reads`): its executors (at once
@@ -40,6 +40,7 @@ from ..core.config import OPTIONS
 from ..core.missing import MissingRule, check_infinite, check_nan_counts
 from ..core.randomized.executors import Eager, Stepwise
 from ..core.randomized.magnitude import needs_rescaling, rescaling, scaled_back
+from ..core.randomized.operator import OperatorSide, problem_of
 from ..core.randomized.small import (
     CONVERGED,
     FIXED,
@@ -55,10 +56,11 @@ from ..core.randomized.small import (
     thin_errors,
     unknown_errors,
 )
-from ..core.randomized.state import FeatureStats, Summable
+from ..core.randomized.solver import solve
+from ..core.randomized.state import FeatureStats, Sketch, Summable
 from ..core.randomized.stripe import quiet_overflow, stripe_sub, sub_blocks
 
-__all__ = ["Reads", "Stopping", "Batch", "run_batch", "worst"]
+__all__ = ["Reads", "BatchSide", "Batch", "run_batch", "worst"]
 
 #: Per-stripe partial sums added per task over Dask stripes (few feature-sized sums
 #: alive at once over stripes of samples).
@@ -82,21 +84,6 @@ LOCAL = "local"
 def _local(fill) -> bool:
     """Whether ``fill`` is :data:`LOCAL` (by type: it may be a copy, sent to a worker)."""
     return isinstance(fill, str)
-
-
-@dataclass(frozen=True)
-class Stopping:
-    """When the passes of a batch stop.
-
-    ``most``: passes at most (``n_power_iter + 1`` when fixed); ``tol``, ``at_precision``:
-    a replicate stops earlier where the core's solvers would
-    (:func:`~xsvd.core.randomized.small.stop_reason`); None: exactly ``most`` passes
-    (unless the Krylov space fills the samples first).
-    """
-
-    most: int
-    tol: float | None
-    at_precision: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,40 +207,34 @@ class Reads:
 
     def product(self, counts, active: list, T, center: bool, first: bool):
         """``B_c B_c^T T_c`` (B x m x l) for the ``active`` columns of the counts and, on
-        the batch's first read (all active), their ``||B_c||_F^2`` (else None); read again
-        rescaled where the first read's magnitudes call for it (:meth:`checked`)."""
+        the batch's first read (all active), their ``||B_c||_F^2`` (else None); that read
+        made again where :meth:`checked` says so (rescaled, or filled)."""
         xp, m = self.xp, self.n_samples
         if len(active) < counts.shape[1]:
             counts = xp.stack([counts[:, b] for b in active], axis=1)
         flat, sT = _spread(counts, T)
         if not self.by_samples:
-            while True:
-                args = (self.weights, self.scale, counts, flat, sT, center, first, self.sub_block)
-                fill = self._fill()
-                sums, stats = self._read(_feature_pass, *args, self.rule, fill, nout=2)
-                stats = self.xp.concat(stats, axis=1) if first else None
-                if not first:
-                    break
+            args = (self.weights, self.scale, counts, flat, sT, center, first, self.sub_block)
+            fill = self._fill()
+            sums, stats = self._read(_feature_pass, *args, self.rule, fill, nout=2)
+            if first:
+                stats = xp.concat(stats, axis=1)
                 means = stats[3, :] if _local(fill) else None
-                if not self.checked(stats[0, :], stats[1, :], stats[2, :], means):
-                    break
+                if self.checked(stats[0, :], stats[1, :], stats[2, :], means):
+                    return self.product(counts, active, T, center, first)  # read again
             # every stripe's sum times sqrt(c), once (B x m x l)
             P = xp.permute_dims(xp.reshape(sums.product, (m, *sT.shape)), (1, 0, 2))
             return xp.sqrt(counts).T[:, :, None] * P, sums.ss
-        while True:  # stripes of samples: Y_c = B_c^T T_c, then B_c Y_c
-            args = (self.scale, self.shift, counts, flat, first, self.sub_block)
-            fill = self._fill()
-            sums = self._read(_sample_co, *args, self.rule, fill)
-            if not first:
-                break
+        # stripes of samples: Y_c = B_c^T T_c, then B_c Y_c
+        args = (self.scale, self.shift, counts, flat, first, self.sub_block)
+        sums = self._read(_sample_co, *args, self.rule, self._fill())
+        if first:
             means = None  # the data's means (column 0: all ones), gaps read as 0
             if self.filling and self.fill is None:
-                present = xp.maximum(m - sums.missing, 1.0)
-                means = sums.colsum[:, 0] / present
-            if not self.checked(sums.missing, sums.infinite, sums.amax, means):
-                break
-        if first:  # mu_c - shift, as the read subtracted it
-            self.means = sums.colsum / m if center else None
+                means = sums.colsum[:, 0] / xp.maximum(m - sums.missing, 1.0)
+            if self.checked(sums.missing, sums.infinite, sums.amax, means):
+                return self.product(counts, active, T, center, first)  # read again
+            self.means = sums.colsum / m if center else None  # mu_c - shift, as read
         means = self._means(active)
         G = self._weighted(sums.product, sT, means, square=True)
         sums = None  # the products go before the next read
@@ -507,51 +488,71 @@ def _sample_apply(blocks, offset, scale, shift, C, G, corr, w, first, sub_block,
 # ------------------------------------------------------------------ the passes
 
 
-def run_batch(reads: Reads, C, start, k: int, stop: Stopping, center: bool, keep: bool) -> Batch:
+class BatchSide(OperatorSide):
+    """A batch's replicates as one side of the core's pass loop (:func:`solve`): a basis is
+    the stack (B x m x l) of the active replicates' Krylov blocks, read in one
+    :meth:`Reads.product`. Each replicate keeps its own blocks and images: its next block
+    (``following``), the core's stop test (``stopping``: a replicate that may stop leaves
+    the later reads; the batch stops when none is left) and Ritz triplets (``ritz``)."""
+
+    def __init__(self, reads: Reads, counts, center: bool):
+        self.reads, self.counts, self.center, self.said = reads, counts, center, set()
+        self.active = list(range(counts.shape[1]))
+        self.bases, self.crosses = ([[] for _ in self.active] for _ in range(2))
+
+    def start(self, omega):
+        return self.reads.xp.stack([orth(self.reads.put(x)) for x in omega])
+
+    def read(self, basis, stats, fill, first: bool):
+        """``B_c B_c^T T_c`` of the active replicates; ``stats``: the first read's ``||B_c||^2``."""
+        Z, ss = self.reads.product(self.counts, self.active, basis, self.center, first)
+        for i, b in enumerate(self.active):
+            self.bases[b].append(basis[i, ...])
+            self.crosses[b].append(Z[i, ...])
+        return Sketch([], None, Z, None), ss if first else stats
+
+    def following(self, cross, bases):
+        (_, m, l), used = bases[0].shape, sum(b.shape[2] for b in bases)
+        room = krylov_room(m, min(m, self.reads.n_features), l, used)
+        row = [orth_against(self.crosses[b][-1], self.bases[b], room) for b in self.active]
+        return self.reads.xp.stack(row)
+
+    def stopping(self, problem) -> str | None:
+        opts, k = problem.options, problem.k
+        found = [thin_errors(self.bases[b], self.crosses[b], k, np.float64) for b in self.active]
+        why = [stop_reason(*e, opts.tol, opts.default_stop, np.float64) for e in found]
+        self.said.update(r for r in why if r is not None)
+        self.active = [b for b, r in zip(self.active, why, strict=True) if r is None]
+        return None if self.active else worst(self.said)
+
+    def ritz(self, bases, crosses, k: int, dtype):
+        """``(U, None, S, errors)`` of every replicate (B x ...), from its own blocks."""
+        pairs = zip(self.bases, self.crosses, strict=True)
+        each = [krylov_finish(None, *pair, k, np.float64)[1:] for pair in pairs]
+        U, S, errors = (self.reads.xp.stack(x) for x in zip(*each, strict=True))
+        return U, None, S, errors
+
+
+def run_batch(reads: Reads, C, start, k: int, opts, center: bool, keep: bool) -> Batch:
     """One batch of replicates: block Krylov on every ``B_c B_c^T`` in shared reads.
 
-    ``C`` (m x B, host) the counts, column 0 the data's own (all ones);
-    ``start`` (B x m x l, host) the random start blocks. Each replicate is the
-    core's block Krylov (:mod:`xsvd.core.randomized.small`: its next block, Krylov
-    room, stop rule, Ritz triplets and error estimates); one whose passes may stop
-    (:func:`~xsvd.core.randomized.small.stop_reason`) is left out of the later reads.
-    The passes end when none is left, when the Krylov space fills the samples, or
-    after ``stop.most`` passes. One more read gives the patterns.
+    ``C`` (m x B, host) the counts, column 0 the data's own (all ones); ``start`` (B x m x
+    l, host) the random start blocks; ``opts`` the resolved ``CompressedOptions``. The
+    core's pass loop (:func:`solve`) runs on :class:`BatchSide`: the passes end when no
+    replicate is left, when the Krylov space fills the samples, or after
+    ``opts.most_passes``. One more read gives the patterns.
     """
-    xp = reads.xp
-    m, B = C.shape
-    l = start.shape[2]
+    xp, m, l = reads.xp, C.shape[0], start.shape[2]
     counts = reads.put(C)
-    T = xp.stack([orth(reads.put(start[b])) for b in range(B)])
-    rank = min(m, reads.n_features)
-    bases: list[list] = [[] for _ in range(B)]
-    crosses: list[list] = [[] for _ in range(B)]
-    active, ss, passes, said = list(range(B)), None, 0, set()
-    while True:
-        Z, first_ss = reads.product(counts, active, T, center, ss is None)
-        ss = first_ss if ss is None else ss
-        for i, b in enumerate(active):
-            bases[b].append(T[i, ...])
-            crosses[b].append(Z[i, ...])
-        passes += 1
-        room = krylov_room(m, rank, l, sum(x.shape[1] for x in bases[active[0]]))
-        # the first (random) block says nothing yet; a full space is exact: no check needed
-        if stop.tol is not None and passes >= 2 and room > 0:
-            found = [thin_errors(bases[b], crosses[b], k, np.float64) for b in active]
-            why = [stop_reason(*e, stop.tol, stop.at_precision, np.float64) for e in found]
-            said.update(r for r in why if r is not None)
-            active = [b for b, r in zip(active, why, strict=True) if r is None]
-        if not active or room == 0 or passes >= stop.most:
-            break
-        T = xp.stack([orth_against(crosses[b][-1], bases[b], room) for b in active])
-    full = room == 0
-    if active:  # not all stopped early: the space filled, or the most passes were made
-        said = {SPACE_FULL if full else MAX_PASSES if stop.tol is not None else FIXED}
-    each = [krylov_finish(None, bases[b], crosses[b], k, np.float64)[1:] for b in range(B)]
-    U, S, errors = (xp.stack(x) for x in zip(*each, strict=True))
+    side = BatchSide(reads, counts, center)
+    # the operator B_c^T (features x samples): its Krylov blocks on the samples
+    problem = problem_of(reads.n_features, m, k, l, opts, np.float64)
+    ex = Eager(np.empty((m, 0)), 0)  # the reads are the side's
+    U, _, S, errors, ss, problem = solve(ex, problem, start, make_side=lambda *_: side)
+    side = None  # the Krylov spaces go before the patterns' read
+    passes, full = problem.n_power_iter + 1, problem.stopped == SPACE_FULL
     if passes == 1 and not full:  # a random block: nothing bounds it
-        errors = xp.stack([unknown_errors(xp, k, like=S)] * B)
-    each = bases = crosses = T = Z = None  # the Krylov spaces go before the patterns' read
+        errors = xp.stack([unknown_errors(xp, k, like=S)] * C.shape[1])
     dots, V = reads.patterns(counts, U, S, center, keep)
     total = FeatureStats(None, ss, None)
     S, errors, total, norm = scaled_back(S, errors, total, reads.result_exp, None)
@@ -563,7 +564,7 @@ def run_batch(reads: Reads, C, start, k: int, stop: Stopping, center: bool, keep
     ss = total.total_ss
     data = [x[0, ...] for x in (U, S, V, ss, errors, norm)]
     data = Decomposition(*data[:3], None, data[3], None, "bootstrap", {}, *data[4:])
-    return Batch(S, ratio, V, dots, data, errors, passes, worst(said), bounds, reached)
+    return Batch(S, ratio, V, dots, data, errors, passes, problem.stopped, bounds, reached)
 
 
 #: Why the passes of several replicates stopped: the first of these that any gave; the

@@ -49,7 +49,7 @@ from .small import (
 from .solver import solve
 from .state import FeatureStats, Sketch
 
-__all__ = ["OperatorSVD", "operator_svd", "fused_operator_svd"]
+__all__ = ["OperatorSVD", "operator_svd", "fused_operator_svd", "problem_of"]
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def operator_svd(
     names, transposed = ("matmat", "rmatmat"), m < n
     if transposed:  # work on A^T: the basis (n x l) on the shorter side
         matmat, rmatmat, m, n, names = rmatmat, matmat, n, m, names[::-1]
-    problem = _problem(m, n, int(k), min(int(k) + opts.n_oversamples, n), opts, dtype, watched)
+    problem = problem_of(m, n, int(k), min(int(k) + opts.n_oversamples, n), opts, dtype, watched)
     kept = problem.most_iterations * m * problem.width * 8  # the sketches: float64
     reread = problem.most_iterations > 1 and kept > OPTIONS["krylov_sketch_bytes"]
     problem = replace(problem, reread=reread)
@@ -198,7 +198,7 @@ def _solved(problem: Problem, omega, side, transposed: bool = False) -> Operator
     return OperatorSVD(U, S, V, np.asarray(errors), q + 1, problem.passes, bounds, problem.stopped)
 
 
-def _problem(m: int, n: int, k: int, width: int, opts, dtype, watched=None) -> Problem:
+def problem_of(m: int, n: int, k: int, width: int, opts, dtype, watched=None) -> Problem:
     """The :class:`.plan.Problem` of an operator (m x n): nothing to center, weigh or fill."""
     return Problem(
         n_samples=m,
@@ -372,7 +372,7 @@ def fused_operator_svd(
     """
     m, n, opts = _checked(shape, k, n_oversamples, n_power_iter, tol, max_passes, seed)
     # each side's block has k + p columns (half of them fell below the true errors, decay 0.99)
-    problem = _problem(m, n, int(k), int(k) + opts.n_oversamples, opts, dtype)
+    problem = problem_of(m, n, int(k), int(k) + opts.n_oversamples, opts, dtype)
     omega = backend.standard_normal(np, opts.seed, (m + n, problem.width), np.float64)
     return _solved(problem, omega, FusedSide(both, (m, n), problem.width))
 

@@ -66,15 +66,12 @@ symbol          code                       meaning
                                            sketch side by side
 ==============  =========================  ======================================
 
-The code: :mod:`._plan` (the :class:`~._plan.Problem`, which way to cut the
-data, which executor), :mod:`._sample_stripes` and :mod:`._feature_stripes`
-(one pass for each orientation, with its kernel), :mod:`._stripe` (reading a
-stripe a sub-block at a time), :mod:`._small` (the small factorizations),
-:mod:`._state` (what passes hand to each other), :mod:`._exec` (running the
-steps eagerly or with Dask), :mod:`.magnitude` (data and weights of any
-magnitude: when to rescale, by which powers of two, and back). The pass loop
-itself is :func:`solve` below, also the loop of the matrix-free solver
-(:mod:`.operator`).
+The code: :mod:`.plan` (the :class:`~.plan.Problem`, which way to cut the data, which
+executor), :mod:`.sample_stripes` and :mod:`.feature_stripes` (a pass each way),
+:mod:`.stripe` (a stripe a sub-block at a time), :mod:`.small` (the small factorizations),
+:mod:`.state` (what passes hand on), :mod:`.executors` (eager or Dask), :mod:`.magnitude`
+(data and weights of any magnitude). The pass loop is :func:`solve` below, also the
+loop of the matrix-free solvers (:mod:`.operator`) and of the bootstrap's replicates.
 """
 
 from __future__ import annotations
@@ -410,7 +407,7 @@ def solve(ex, problem: Problem, omega, progress: Progress | None = None, make_si
     ``magnitudes(stats)`` and ``finish(stats)``; optionally ``sketch(basis) -> Sketch``
     for the final read of ``problem.reread``, which needs only the stripe side (the
     operator: ``A W`` without ``A^T A W``). A Krylov space of its own: see
-    :class:`.operator.FusedSide`.
+    :class:`.operator.FusedSide`; several, each its own stop test: ``stopping(problem)``.
 
     Returns the stripe-side and thin-side singular vectors, the singular
     values, their error estimates and the feature statistics, as arrays of
@@ -445,6 +442,7 @@ def solve(ex, problem: Problem, omega, progress: Progress | None = None, make_si
         stopped = _converged(problem, carry.sketches, side) if adaptive and not full else None
         if last or stopped:
             break
+        carry = replace(carry, basis=_following(ex, problem, side, carry.sketches))
         p += 1
     if stopped is None:
         stopped = SPACE_FULL if full else MAX_PASSES if adaptive else FIXED
@@ -474,10 +472,8 @@ def _side(ex, problem: Problem):
 def _one_pass(
     ex, problem: Problem, side, carry: Carry, first: bool, last: bool, keep: bool
 ) -> Carry:
-    """One read of the data: the sketch, and what the next pass (or the final step) needs.
-
-    ``keep``: every pass may be the last (``tol``): keep its whole sketch.
-    """
+    """One read of the data: its sketch, as the next basis and the final step need it
+    (``keep``: every pass may be the last, ``tol``: keep the whole sketch)."""
     sketch, stats = side.read(carry.basis, carry.stats, carry.fill, first)
     sketch = replace(sketch, basis=carry.basis)
     if first and problem.watch_range and not ex.concrete:
@@ -491,16 +487,17 @@ def _one_pass(
         kept = [*carry.sketches, sketch if (last or keep) else replace(sketch, gram=None)]
     else:  # only the last one
         kept = [sketch] if (last or keep) else [replace(sketch, blocks=None, gram=None)]
-    if last:
-        return ex.end_pass(Carry(None, stats, kept, carry.fill))
+    return ex.end_pass(Carry(None, stats, kept, carry.fill))
+
+
+def _following(ex, problem: Problem, side, kept: list[Sketch]):
+    """The next pass's basis, from the last sketch: once the stop test says to go on."""
+    bases, cross = [s.basis for s in kept], kept[-1].cross
     if hasattr(side, "following"):  # a side with its own Krylov blocks
-        basis = side.following(sketch.cross, [s.basis for s in kept])
-    elif problem.options.krylov:  # block Lanczos: the next block orthogonal to all before
-        room = _krylov_room(problem, len(kept))
-        basis = ex.call(orth_against, sketch.cross, [s.basis for s in kept], room)
-    else:  # subspace iteration
-        basis = ex.call(orth, sketch.cross)
-    return ex.end_pass(Carry(basis, stats, kept, carry.fill))
+        return side.following(cross, bases)
+    if problem.options.krylov:  # block Lanczos: the next block orthogonal to all before
+        return ex.call(orth_against, cross, bases, _krylov_room(problem, len(kept)))
+    return ex.call(orth, cross)  # subspace iteration
 
 
 def _krylov_room(problem: Problem, blocks: int) -> int:
@@ -527,6 +524,8 @@ def _converged(problem: Problem, sketches: list[Sketch], side=None) -> str | Non
     """
     if len(sketches) == 1 and problem.options.krylov:
         return None  # the Ritz pairs of the first (random) basis say nothing yet
+    if hasattr(side, "stopping"):  # a side of several problems: each its own test
+        return side.stopping(problem)
     if hasattr(side, "ritz"):
         _, _, S, errors = side.ritz(*_estimate_inputs(sketches), problem.k, problem.dtype)
     else:
