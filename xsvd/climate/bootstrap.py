@@ -25,7 +25,7 @@ from ..core.options import (
     takes_options,
 )
 from ..labeled import preprocess
-from ..labeled.api import Reading, Standardizing, labeled_matrix, warn_uncentered
+from ..labeled.api import Reading, labeled_matrix, warn_uncentered
 from ..labeled.base import Result, errors_part
 from ..labeled.layout import COMPONENT
 from ..labeled.units import describe as describe_units
@@ -69,7 +69,7 @@ def _resolved(given: CompressedOptions) -> CompressedOptions:
     return given.resolved(lazy=False)
 
 
-@takes_options(CompressedOptions, Reading, Standardizing)
+@takes_options(CompressedOptions, Reading)
 def bootstrap(
     da: xr.DataArray,
     k: int,
@@ -203,12 +203,11 @@ def bootstrap(
     >>> bool(boot.congruence.isel(component=0).median() > 0.9)
     True
     """
-    classes = (CompressedOptions, Reading, Standardizing)
-    given, reading, scaling = split_options(options, classes, "bootstrap")
+    given, reading = split_options(options, (CompressedOptions, Reading), "bootstrap")
     _check("k", k, 1)
     _check("n_replicates", n_replicates, 1)
     check_flag("center", center)
-    check_flag("standardize", scaling.standardize)
+    check_flag("standardize", reading.standardize)
     n = n_replicates
     opts = _resolved(given)
     if batch is not None:
@@ -217,7 +216,7 @@ def bootstrap(
         raise ValueError(f"ci must be between 0 and 1, e.g. 0.95, got {ci!r}.")
     layout, da, a, w, units = labeled_matrix(da, dim, weights, reading.device)
     rule = missing_rule(a.dtype, reading.missing, reading.negative_missing)
-    if scaling.standardize:  # each feature over its standard deviation: folded into the weights
+    if reading.standardize:  # each feature over its standard deviation: folded into the weights
         w = preprocess.standardized_weights(
             a, w, missing=reading.missing, negative_missing=reading.negative_missing
         )
@@ -255,7 +254,7 @@ def bootstrap(
     ones = xp.ones((1, k), dtype=xp.float64, device=backend.device(S))
     dots = xp.concat([ones, *dots])
     settings = _settings(opts, batches, reader, reading.missing)
-    settings.update(center=bool(center), standardize=scaling.standardize, ci=ci)
+    settings.update(center=bool(center), standardize=reading.standardize, ci=ci)
     parts = dict(S=S, ratio=ratio, dots=dots, data=data, Vs=Vs)
     parts = _parts(layout, reader.put(counts), parts, ci)
     record = {"settings": settings, "method": "bootstrap", "units": describe_units(units)}

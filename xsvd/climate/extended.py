@@ -77,6 +77,13 @@ def extended_eof(
     center : bool
         Remove the mean of each column of the embedded matrix (each feature's
         mean over its lag's window of samples), as xeofs.
+    standardize : bool, default False
+        Divide each feature by its standard deviation over all the samples
+        (``ddof=0``; the present values' with ``missing="mean"``; a constant
+        feature gets weight 0), before the weights and the embedding, the same
+        at every lag, as :func:`xsvd.svd`'s and as xeofs'
+        ``ExtendedEOF(standardize=True)``: the extended EOFs of ``da /
+        da.std(dim)``. ``S`` then has no units.
     method : {"compressed", "exact"}
         ``"compressed"``: matrix-free, each product reads the data once;
         ``"exact"``: forms the embedded matrix in memory (small data, the
@@ -140,7 +147,9 @@ def extended_eof(
             raise TypeError(f"{name} must be a positive integer, got {value!r}.")
         if value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    f = prepare_field(da, dim, weights, center=center, reading=reading)
+    f = prepare_field(
+        da, dim, weights, center=center, standardize=reading.standardize, reading=reading
+    )
     T, n = f.shape
     L, tau = int(embedding), int(tau)
     N = T - (L - 1) * tau
@@ -158,6 +167,7 @@ def extended_eof(
         "embedding": L,
         "tau": tau,
         "center": center,
+        "standardize": reading.standardize,
         "missing": reading.missing,
     }
     if method == "exact":  # the embedded matrix formed where the data are, its SVD there

@@ -466,6 +466,7 @@ def prepare_field(
     with ``missing="mean"`` ``standardize`` divides by the present values' standard
     deviation (as :func:`xsvd.svd`), correlations and sums of squares are the filled data's."""
     check_flag("center", center)
+    check_flag("standardize", standardize)
     reading = Reading() if reading is None else reading
     obj, weights, units = _units.strip(obj, weights)
     if units is not None and standardize:  # standardized data have no units

@@ -287,7 +287,6 @@ def hilbert_eof(
     dim: Hashable = "time",
     weights: xr.DataArray | None = None,
     center: bool = True,
-    standardize: bool = False,
     padding: Literal["exp", "none"] = "exp",
     decay_factor: float = 0.2,
     method: Literal["auto", "exact", "compressed"] = "auto",
@@ -416,8 +415,9 @@ def hilbert_eof(
     if not decay_factor > 0:
         raise ValueError(f"decay_factor must be > 0, got {decay_factor!r}.")
     check_flag("center", center)
-    check_flag("standardize", standardize)
     options, reading = split_options(options, (CompressedOptions, Reading), "hilbert_eof")
+    standardize = reading.standardize
+    check_flag("standardize", standardize)
     layout, da, a, w, units = labeled_matrix(da, dims, weights, reading.device)
     rule = missing_rule(a.dtype, reading.missing, reading.negative_missing)
     m, n = a.shape

@@ -55,7 +55,6 @@ def mca(
     weights_left: xr.DataArray | None = None,
     weights_right: xr.DataArray | None = None,
     center: bool = True,
-    standardize: bool = False,
     method: str = "compressed",
     **options,
 ) -> MCAResult:
@@ -181,6 +180,7 @@ def mca(
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
     given, reading = operator_options(options, "mca", method)
+    standardize = reading.standardize
     kw = dict(center=center, standardize=standardize, reading=reading)
     fl = prepare_field(left, dim, weights_left, what="left field", **kw)
     fr = prepare_field(right, dim, weights_right, what="right field", **kw)

@@ -40,7 +40,6 @@ __all__ = [
     "solve_matrix",
     "labeled_matrix",
     "Reading",
-    "Standardizing",
 ]
 
 Dims = Hashable | Sequence[Hashable] | None
@@ -81,22 +80,19 @@ def _taken(cls: type, *names: str) -> list:
 
 
 #: How the analyses (:func:`xsvd.mca`, :func:`xsvd.extended_eof`, :func:`xsvd.hilbert_eof`,
-#: :func:`xsvd.bootstrap`) read their data beside their own options: ``missing`` and
-#: ``negative_missing`` as :class:`~xsvd.core.options.Preprocessing` declares them for
-#: :func:`svd`, ``device`` as :class:`Labeling` does; taken from those declarations, not
-#: written again (``takes_options(CompressedOptions, Reading)`` puts them in a signature).
+#: :func:`xsvd.bootstrap`) read and prepare their data beside their own options:
+#: ``missing`` and ``negative_missing`` as :class:`~xsvd.core.options.Preprocessing`
+#: declares them for :func:`svd`, ``device`` and ``standardize`` as :class:`Labeling`
+#: does; taken from those declarations, not written again
+#: (``takes_options(CompressedOptions, Reading)`` puts them in a signature).
 Reading = make_dataclass(
     "Reading",
-    _taken(Preprocessing, "missing", "negative_missing") + _taken(Labeling, "device"),
+    _taken(Preprocessing, "missing", "negative_missing")
+    + _taken(Labeling, "device", "standardize"),
     frozen=True,
     kw_only=True,
 )
 Reading.__module__ = __name__
-#: ``standardize`` as :class:`Labeling` declares it, for :func:`xsvd.bootstrap` beside Reading.
-Standardizing = make_dataclass(
-    "Standardizing", _taken(Labeling, "standardize"), frozen=True, kw_only=True
-)
-Standardizing.__module__ = __name__
 
 
 #: The options of each entry point, in the order the options objects are built.
