@@ -138,7 +138,9 @@ def test_matches_xeofs_bootstrapper_in_distribution():
     congruence = abs((ref.components() * model.components()).sum("x"))
     boot = xsvd.bootstrap(da, 4, 20, dim="time", seed=1)
     ours = boot.replicate_explained_variance_ratio.median("replicate").values
-    np.testing.assert_allclose(ours[:2], ratio.median("n").values[:2], atol=0.03)
+    # medians of 20 resamples each: over xsvd's seeds 0-49 they were up to 0.039 from xeofs'
+    # (seed=0), whose own medians spread 0.04 over its seeds 0-9 (0.03 failed 3 of the 50)
+    np.testing.assert_allclose(ours[:2], ratio.median("n").values[:2], atol=0.05)
     assert (congruence.median("n").values[:2] > 0.99).all()
     assert (boot.congruence.median("replicate").values[:2] > 0.99).all()
     assert congruence.median("n").values[3] < 0.6
