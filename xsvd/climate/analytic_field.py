@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..core import backend
-from ..core.missing import MissingRule, MissingValueError, check_infinite
+from ..core.missing import MissingRule, check_infinite, check_nan_counts
 from ..core.randomized.executors import Stepwise
 from ..core.randomized.stripe import fill_missing
 from ..labeled.preprocess import constant_tolerance
@@ -39,6 +39,14 @@ from . import analytic
 
 __all__ = ["AnalyticField", "prepare", "BLOCK_VALUES", "STRIPE_VALUES"]
 
+#: How to fix features NaN at some samples only, without ``missing="mean"``.
+GAPS_ADVICE = (
+    "The Hilbert transform needs every feature complete along the sample dimension (the "
+    "FFT would spread each gap over the whole series). Pass `missing='mean'`, which stands "
+    "each gap for its feature's mean over the samples before the transform (no filled copy "
+    "is made), or fill them first, e.g. `da.interpolate_na('time')` or `da.fillna(0)` on "
+    "anomalies; features NaN at every sample (land) are fine."
+)
 #: Values of the data per block of features in a product (in memory; ~32 MiB of float64).
 BLOCK_VALUES = 1 << 22
 #: Blocks are split at left-out features where the runs between them average this many.
@@ -329,16 +337,8 @@ def prepare(
     check_infinite(stats["infs"] > 0, locate=locate)
     nans = stats["nans"]
     partial = (nans > 0) & (nans < m)
-    if partial.any() and not fills:
-        raise MissingValueError(
-            "The Hilbert transform needs every feature complete along the sample dimension: "
-            f"{int(partial.sum())} feature(s) are NaN at some samples but not all: "
-            f"{locate(np.flatnonzero(partial))} (the FFT would spread each gap over the "
-            "whole series). Pass `missing='mean'`, which stands each gap for its feature's "
-            "mean over the samples before the transform (no filled copy is made), or fill "
-            "them first, e.g. `da.interpolate_na('time')` or `da.fillna(0)` on anomalies; "
-            "features NaN at every sample (land) are fine."
-        )
+    if not fills:  # the core's check, naming the features, with the transform's advice
+        check_nan_counts(nans, m, locate=locate, advice=GAPS_ADVICE)
     land = nans >= m
     kept = np.flatnonzero(~land)
     if kept.size == 0:
