@@ -238,8 +238,10 @@ def test_numpy_and_dask_accessor_identical(sst):
     # (every chunk holding all samples) for the same sketch and bit-for-bit-close results
     r_da = sst.chunk({"time": -1, "lat": 6}).svd.compressed(**kw)
     assert r_da.settings["stripes"] == r_np.settings["stripes"]
+    # the stripes add in another order: over 41 start blocks (seeds 0-39 and one more) U and
+    # V differed by up to 3.7e-12 (2.9e-13 with seed=3); atol=1e-12 failed for 2 of them
     for a, b in zip(r_np, r_da, strict=True):
-        np.testing.assert_allclose(a.values, b.values, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(a.values, b.values, rtol=1e-10, atol=1e-11)
 
 
 def test_compute_false_is_lazy_and_computes_to_the_same(field3d):
