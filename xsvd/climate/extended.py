@@ -133,7 +133,7 @@ def extended_eof(
     >>> wave = np.sin(2 * np.pi * (t[:, None] / 24 - np.arange(8)[None, :] / 8))
     >>> da = xr.DataArray(wave + 0.1 * np.random.default_rng(0).standard_normal((120, 8)),
     ...                   dims=("time", "x"))
-    >>> res = xsvd.extended_eof(da, 2, embedding=4, tau=3)
+    >>> res = xsvd.extended_eof(da, 2, embedding=4, tau=3, seed=0)
     >>> res.patterns.dims
     ('component', 'lag', 'x')
     >>> bool(res.explained_variance_ratio.sum() > 0.9)  # a propagating wave: one pair

@@ -171,7 +171,7 @@ def mca(
     >>> sst = xr.DataArray(rng.standard_normal((50, 4, 5)), dims=("time", "lat", "lon"))
     >>> slp = xr.DataArray(rng.standard_normal((50, 6)), dims=("time", "station"))
     >>> slp = slp + sst.isel(lat=0, lon=slice(0, 1)).values
-    >>> res = xsvd.mca(sst, slp, k=2, dim="time")
+    >>> res = xsvd.mca(sst, slp, k=2, dim="time", seed=0)
     >>> res.left_patterns.dims, res.right_scores.dims
     (('component', 'lat', 'lon'), ('time', 'component'))
     >>> bool(res.squared_covariance_fraction[0] > 0.5)
