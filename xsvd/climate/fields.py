@@ -54,13 +54,11 @@ from ..core.randomized.magnitude import power_of_two_exponent, times_power_of_tw
 from ..core.randomized.state import Summable
 from ..core.randomized.stripe import fill_missing, stripe_sub, sub_blocks
 from ..labeled import units as _units
-from ..labeled.api import Reading
+from ..labeled.api import Reading, labeled_matrix
 from ..labeled.layout import Layout
 from ..labeled.preprocess import (
     constant_tolerance,
     feature_moments,
-    move_dataarray,
-    weights_vector,
 )
 
 __all__ = [
@@ -468,19 +466,16 @@ def prepare_field(
     check_flag("center", center)
     check_flag("standardize", standardize)
     reading = Reading() if reading is None else reading
-    obj, weights, units = _units.strip(obj, weights)
+    kind = backend.numpy_dtype(obj.dtype)
+    if not np.issubdtype(kind, np.number) or np.issubdtype(kind, np.complexfloating):
+        raise TypeError(f"The {what} must be real numbers, got dtype {obj.dtype}.")
+    # units off, device, matrix and weights as every entry point reads a DataArray
+    layout, obj, a, w, units = labeled_matrix(obj, dim, weights, reading.device)
     if units is not None and standardize:  # standardized data have no units
         units = _units.Units(units.data, None, units.coords)
-    obj = move_dataarray(obj, reading.device)
-    layout = Layout.from_dataarray(obj, dim)
-    a = layout.to_matrix(obj)
-    kind = backend.numpy_dtype(a.dtype)
-    if not np.issubdtype(kind, np.number) or np.issubdtype(kind, np.complexfloating):
-        raise TypeError(f"The {what} must be real numbers, got dtype {a.dtype}.")
     rule = missing_rule(kind, reading.missing, reading.negative_missing)  # checks them
     if kind.kind != "f" and not backend.is_dask(a) and not backend.is_numpy(a):
         a = backend.astype(a, np.float64)  # a device's products take no integers
-    w = weights_vector(layout, weights)
     nans, infinite, mean, amax, spread, m = _moments(a, rule if rule.fills else None)
     located = layout.feature_locator()
 
