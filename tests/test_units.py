@@ -228,6 +228,25 @@ def test_quantified_coordinates_come_back_as_units_attributes(plain):
     np.testing.assert_allclose(res.project(q).values, res.U.values, atol=1e-9)
 
 
+@pytest.mark.parametrize("analysis", ["mca", "extended_eof"])
+def test_analyses_take_quantified_coordinates(plain, analysis):
+    """As the main svd: a PintIndex on a feature coordinate neither breaks the sample
+    check of MCA (``.indexes`` has no pandas form of it) nor the layout (units off first)."""
+    plain = plain.assign_coords(lat=plain.lat.assign_attrs(units="degree"))
+    q = plain.pint.quantify(unit_registry=ureg)
+    if analysis == "mca":
+        res = xsvd.mca(q, q.isel(lat=slice(0, 3)), 2, seed=0)
+        want = xsvd.mca(plain, plain.isel(lat=slice(0, 3)), 2, seed=0)
+        got, ref = res.left_patterns, want.left_patterns
+    else:
+        res = xsvd.extended_eof(q, 2, embedding=3, seed=0)
+        want = xsvd.extended_eof(plain, 2, embedding=3, seed=0)
+        got, ref = res.patterns, want.patterns
+    np.testing.assert_array_equal(got.lat.values, plain.lat.values)
+    assert got.lat.attrs["units"] == "degree"
+    np.testing.assert_allclose(got.values, ref.values, atol=1e-12)
+
+
 def test_to_dataset_writes_units_as_attributes(quantified):
     ds = quantified.svd(k=3, dim="time", center=True).to_dataset()
     for name in ("S", "mean"):

@@ -277,9 +277,9 @@ def _check_samples(left, right, fl: Field, fr: Field) -> None:
         )
     for d in fl.layout.sample_dims:
         if (
-            d in left.indexes
-            and d in right.indexes
-            and not left.indexes[d].equals(right.indexes[d])
+            d in left.xindexes  # xindexes: a quantified feature coordinate's PintIndex
+            and d in right.xindexes  # has no pandas form (.indexes raises)
+            and not left.xindexes[d].equals(right.xindexes[d])
         ):
             raise ValueError(
                 f"left and right have different {d!r} coordinates. Align the samples first, "
